@@ -1,0 +1,1 @@
+"""humanoid_bringup."""

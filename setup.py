@@ -1,0 +1,56 @@
+"""Setup for the humanoid_stack ament_python package (also installable with pip)."""
+
+from __future__ import annotations
+
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "humanoid_stack"
+
+
+def _tree(folder: str) -> list[tuple[str, list[str]]]:
+    """data_files entries that install ``folder`` recursively under share/<package>/."""
+    entries: list[tuple[str, list[str]]] = []
+    for root, _dirs, files in os.walk(folder):
+        paths = [os.path.join(root, f) for f in files if not f.endswith(".pyc")]
+        if paths:
+            entries.append((os.path.join("share", PACKAGE, root), paths))
+    return entries
+
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(
+        include=["humanoid_control*", "humanoid_policy*", "humanoid_perception*", "humanoid_bringup*"]
+    ),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.yaml")),
+        *_tree("config"),
+        *_tree("urdf"),
+    ],
+    install_requires=["setuptools", "numpy", "pyyaml"],
+    zip_safe=True,
+    maintainer="humanoid_stack maintainers",
+    maintainer_email="maintainers@humanoid-stack.dev",
+    description="ROS 2 software stack for humanoid robots",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [
+            # ROS 2 nodes (ros2 run humanoid_stack <name>)
+            "robot_driver = humanoid_control.robot_driver_node:main",
+            "robot_description = humanoid_bringup.robot_description_node:main",
+            "joint_hold_controller = humanoid_control.joint_hold_node:main",
+            # command-line tools
+            "humanoid-launch = humanoid_bringup.launch_runner:main",
+            "humanoid-bench = humanoid_bringup.bench:main",
+            "humanoid-demo = humanoid_bringup.demo:main",
+            "humanoid-urdf = humanoid_bringup.urdf_tool:main",
+        ],
+    },
+)
