@@ -1,1 +1,28 @@
-"""hardware."""
+"""Hardware backends of the robot driver, selected by the ``hardware`` parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from humanoid_control.hardware.base import GroundTruth, RobotBackend, RobotState, Wrench
+
+
+def _mujoco(**kwargs: Any) -> RobotBackend:
+    from humanoid_control.hardware.mujoco_sim import MujocoBackend
+
+    return MujocoBackend(**kwargs)
+
+
+#: hardware name -> factory(config=RobotConfig, **options)
+BACKENDS: dict[str, Callable[..., RobotBackend]] = {"mujoco": _mujoco}
+
+
+def create_backend(name: str, **kwargs: Any) -> RobotBackend:
+    """Instantiate the backend ``name``; ValueError naming the allowed values otherwise."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown hardware '{name}' (allowed: {', '.join(sorted(BACKENDS))})")
+    return BACKENDS[name](**kwargs)
+
+
+__all__ = ["BACKENDS", "GroundTruth", "RobotBackend", "RobotState", "Wrench", "create_backend"]

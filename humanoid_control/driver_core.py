@@ -1,0 +1,286 @@
+"""Robot-driver core: command validation, the safety state machine and the joint-level command, without rclpy.
+
+Each tick the driver turns the latest accepted command into a low-level command for the backend::
+
+    tau = kp (q* - q) + kd (dq* - dq) + tau_ff        (per joint, N m, clamped to the effort limit)
+
+Modes (``DriverMode``):
+
+- ``ramp``: boot (or reset) - interpolate q* from the pose at the start of the ramp to the default standing pose
+  over ``ramp_duration`` seconds with the ``stand`` gains; then ``hold``. Commands are ignored.
+- ``hold``: q* = default pose, ``stand`` gains. A valid command switches to ``active``.
+- ``active``: q*, dq*, tau_ff from the latest command (clamped to the limits) with the command gain profile.
+  A command older than ``watchdog_ticks`` ticks puts the driver in ``damping``.
+- ``damping``: kp = 0, tau_ff = 0, dq* = 0, kd of the profile in use kept: tau = -kd dq. Latched (e-stop,
+  watchdog, fault) until :meth:`DriverCore.reset`, which starts a ramp back to the default pose.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from humanoid_control.robot_config import GainProfile, RobotConfig
+
+
+class DriverMode(str, Enum):
+    """Safety state of the driver."""
+
+    RAMP = "ramp"
+    HOLD = "hold"
+    ACTIVE = "active"
+    DAMPING = "damping"
+
+
+class CommandError(ValueError):
+    """A joint command was refused; the message says why."""
+
+
+@dataclass
+class JointCommand:
+    """A validated command in configuration joint order.
+
+    Attributes:
+        q: target positions q* (rad). dq: target velocities dq* (rad/s). tau_ff: feed-forward torques (N m).
+        stamp: time stamp of the command (s, the clock of the driver's state messages).
+    """
+
+    q: np.ndarray
+    dq: np.ndarray
+    tau_ff: np.ndarray
+    stamp: float = 0.0
+
+
+@dataclass
+class LowLevelCommand:
+    """What the backend applies until the next tick: per joint q*, dq*, kp, kd, tau_ff (configuration order)."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    tau_ff: np.ndarray
+
+    def torque(self, q: np.ndarray, dq: np.ndarray, effort: np.ndarray) -> np.ndarray:
+        """Joint torque of the law ``kp (q* - q) + kd (dq* - dq) + tau_ff`` clamped to ``+-effort`` (N m)."""
+        tau = self.kp * (self.q - q) + self.kd * (self.dq - dq) + self.tau_ff
+        return np.clip(tau, -effort, effort)
+
+
+@dataclass
+class DriverSettings:
+    """Tunable settings of the driver core.
+
+    Attributes:
+        rate_hz: loop rate (Hz); one tick lasts ``1 / rate_hz`` seconds.
+        watchdog_ticks: a command older than this many ticks (in ``active``) triggers damping.
+        ramp_duration: boot/reset ramp to the default pose (s).
+        command_profile: gain profile applied to commands in ``active``.
+        fall_tilt: base tilt from upright (rad) beyond which the driver goes to damping; 0 disables.
+    """
+
+    rate_hz: float = 500.0
+    watchdog_ticks: int = 20
+    ramp_duration: float = 2.0
+    command_profile: str = "stand"
+    fall_tilt: float = math.radians(60.0)
+
+
+@dataclass
+class DriverCounters:
+    """Counts published on /diagnostics."""
+
+    commands_accepted: int = 0
+    commands_refused: int = 0
+    commands_ignored: int = 0
+    clamped_targets: int = 0
+    watchdog_trips: int = 0
+    estops: int = 0
+    faults: int = 0
+    last_refusal: str = ""
+    history: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+def validate_command(
+    config: RobotConfig,
+    names: list[str],
+    position: list[float] | np.ndarray,
+    velocity: list[float] | np.ndarray,
+    effort: list[float] | np.ndarray,
+    stamp: float = 0.0,
+) -> JointCommand:
+    """Check a ``sensor_msgs/JointState``-shaped command and reorder it into configuration joint order.
+
+    Rules: ``names`` lists every configured joint exactly once (any order); each of ``position`` (q*, rad),
+    ``velocity`` (dq*, rad/s), ``effort`` (tau_ff, N m) is empty (meaning zeros) or has one value per name;
+    every value is finite.
+
+    Raises:
+        CommandError: with the reason (unknown/missing/duplicate joints, wrong length, NaN/Inf).
+    """
+    joint_names = config.joint_names
+    index = {n: i for i, n in enumerate(joint_names)}
+    names = list(names)
+    if len(set(names)) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise CommandError(f"duplicate joint names {dupes}")
+    unknown = [n for n in names if n not in index]
+    if unknown:
+        raise CommandError(f"unknown joint names {unknown}")
+    missing = [n for n in joint_names if n not in set(names)]
+    if missing:
+        raise CommandError(f"missing joints {missing} (a command names all {len(joint_names)} joints)")
+    order = np.array([index[n] for n in names])
+    out = []
+    for label, values in (("position", position), ("velocity", velocity), ("effort", effort)):
+        arr = np.asarray(values, dtype=float)
+        full = np.zeros(len(joint_names))
+        if arr.size:
+            if arr.shape != (len(names),):
+                raise CommandError(f"wrong length: {label} has {arr.size} values for {len(names)} names")
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                raise CommandError(f"non-finite {label} for joints {[names[i] for i in np.flatnonzero(bad)]}")
+            full[order] = arr
+        out.append(full)
+    if not math.isfinite(stamp):
+        raise CommandError("non-finite stamp")
+    return JointCommand(q=out[0], dq=out[1], tau_ff=out[2], stamp=stamp)
+
+
+class DriverCore:
+    """Safety state machine and command law of the robot driver (pure: no rclpy, no backend).
+
+    Call :meth:`submit` when a command arrives and :meth:`update` once per tick with the measured state.
+    Time is counted in ticks, so the same logic runs on wall clock and on simulated (lockstep) time.
+    """
+
+    def __init__(self, config: RobotConfig, settings: DriverSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.lower = config.array("lower")
+        self.upper = config.array("upper")
+        self.velocity_limit = config.array("velocity")
+        self.effort = config.array("effort")
+        self.default = config.array("default")
+        self.stand = config.gain_profile("stand")
+        self.command_profile: GainProfile = config.gain_profile(settings.command_profile)
+        self.counters = DriverCounters()
+        self.mode = DriverMode.RAMP
+        self.mode_reason = "boot"
+        self.mode_entered_tick = 0
+        self.tick = 0
+        self.last_command: JointCommand | None = None
+        self.last_command_tick = -1
+        self._ramp_start: np.ndarray | None = None
+        self._ramp_start_tick = 0
+        self._damping_kd = self.stand.kd
+
+    # ----------------------------------------------------------------- inputs
+    def set_command_profile(self, name: str) -> None:
+        """Select the gain profile applied to commands (raises ConfigError if unknown)."""
+        self.command_profile = self.config.gain_profile(name)
+        self.settings.command_profile = name
+
+    def submit(self, command: JointCommand) -> bool:
+        """Offer a validated command. Returns True if it is now the command in force.
+
+        Ignored (False) during ``ramp`` and ``damping``; in ``hold`` it switches the driver to ``active``.
+        """
+        if self.mode in (DriverMode.RAMP, DriverMode.DAMPING):
+            self.counters.commands_ignored += 1
+            return False
+        clamped = np.clip(command.q, self.lower, self.upper)
+        if np.any(clamped != command.q):
+            self.counters.clamped_targets += 1
+        command = JointCommand(
+            q=clamped,
+            dq=np.clip(command.dq, -self.velocity_limit, self.velocity_limit),
+            tau_ff=np.clip(command.tau_ff, -self.effort, self.effort),
+            stamp=command.stamp,
+        )
+        self.last_command = command
+        self.last_command_tick = self.tick
+        self.counters.commands_accepted += 1
+        if self.mode == DriverMode.HOLD:
+            self._enter(DriverMode.ACTIVE, "command stream started")
+        return True
+
+    def refuse(self, reason: str) -> None:
+        """Record a refused command (validation failed)."""
+        self.counters.commands_refused += 1
+        self.counters.last_refusal = reason
+
+    def estop(self, reason: str = "e-stop") -> None:
+        """Latch damping until :meth:`reset`."""
+        self.counters.estops += 1
+        self._enter(DriverMode.DAMPING, reason)
+
+    def fault(self, reason: str) -> None:
+        """A safety fault (non-finite state, fall): latch damping until :meth:`reset`."""
+        if self.mode != DriverMode.DAMPING:
+            self.counters.faults += 1
+            self._enter(DriverMode.DAMPING, reason)
+
+    def reset(self, q_measured: np.ndarray | None = None) -> None:
+        """Leave damping (or restart): ramp from the measured pose to the default pose, then hold."""
+        self.last_command = None
+        self._ramp_start = None if q_measured is None else np.array(q_measured, dtype=float)
+        self._enter(DriverMode.RAMP, "reset")
+
+    # ----------------------------------------------------------------- per tick
+    def update(self, q: np.ndarray, dq: np.ndarray, base_tilt: float = 0.0) -> LowLevelCommand:
+        """Advance one tick with the measured joint state; returns the command to apply until the next tick.
+
+        Args:
+            q, dq: measured joint positions (rad) and velocities (rad/s), configuration order.
+            base_tilt: angle between the base z axis and the world z axis (rad), from the IMU orientation.
+        """
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and math.isfinite(base_tilt)):
+            self.fault("non-finite joint state or IMU")
+        elif self.settings.fall_tilt > 0 and base_tilt > self.settings.fall_tilt and self.mode != DriverMode.DAMPING:
+            self.fault(f"fall detected: base tilt {math.degrees(base_tilt):.0f} deg")
+        if self.mode == DriverMode.ACTIVE and self.tick - self.last_command_tick > self.settings.watchdog_ticks:
+            self.counters.watchdog_trips += 1
+            self._enter(
+                DriverMode.DAMPING,
+                f"watchdog: no command for {self.tick - self.last_command_tick} ticks "
+                f"(limit {self.settings.watchdog_ticks})",
+            )
+        cmd = self._command(np.nan_to_num(q), np.nan_to_num(dq))
+        self.tick += 1
+        return cmd
+
+    def _command(self, q: np.ndarray, dq: np.ndarray) -> LowLevelCommand:
+        zeros = np.zeros_like(self.default)
+        if self.mode == DriverMode.RAMP:
+            if self._ramp_start is None:
+                self._ramp_start = q.copy()
+                self._ramp_start_tick = self.tick
+            n = max(1, round(self.settings.ramp_duration * self.settings.rate_hz))
+            alpha = min(1.0, (self.tick - self._ramp_start_tick) / n)
+            target = (1 - alpha) * self._ramp_start + alpha * self.default
+            if alpha >= 1.0:
+                self._enter(DriverMode.HOLD, "ramp complete")
+            return LowLevelCommand(target, zeros, self.stand.kp, self.stand.kd, zeros)
+        if self.mode == DriverMode.HOLD:
+            return LowLevelCommand(self.default.copy(), zeros, self.stand.kp, self.stand.kd, zeros)
+        if self.mode == DriverMode.ACTIVE and self.last_command is not None:
+            c = self.last_command
+            return LowLevelCommand(c.q, c.dq, self.command_profile.kp, self.command_profile.kd, c.tau_ff)
+        return LowLevelCommand(q.copy(), zeros, zeros, self._damping_kd, zeros)
+
+    def _enter(self, mode: DriverMode, reason: str) -> None:
+        if mode == DriverMode.DAMPING:
+            # keep the kd of the profile that was in use
+            self._damping_kd = self.command_profile.kd if self.mode == DriverMode.ACTIVE else self.stand.kd
+        if mode == DriverMode.RAMP:
+            self._ramp_start_tick = self.tick
+        self.mode = mode
+        self.mode_reason = reason
+        self.mode_entered_tick = self.tick
+        self.counters.history.append((self.tick, mode.value, reason))
+        del self.counters.history[:-20]

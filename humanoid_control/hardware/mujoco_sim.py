@@ -1,0 +1,177 @@
+"""MuJoCo backend: the robot in MuJoCo physics with torque-level actuation.
+
+The model's actuators are converted into torque motors; at every physics step (``simulation.timestep`` of the
+robot configuration, <= 2 ms) the backend evaluates ``tau = kp (q* - q) + kd (dq* - dq) + tau_ff`` from the
+current command, clamps it to the effort limits and steps. Joint armature and friction loss of the model are
+kept. The IMU reads the model's gyro and accelerometer at the configured site, plus optional white noise and
+bias (off by default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from humanoid_control.driver_core import LowLevelCommand
+from humanoid_control.hardware.base import GroundTruth, RobotBackend, RobotState, Wrench
+from humanoid_control.robot_config import RobotConfig
+from humanoid_control.robot_model import initial_qpos, load_mujoco_model, load_pinocchio_model, quat_wxyz_to_matrix
+
+
+@dataclass
+class ImuNoise:
+    """IMU error model (all off by default).
+
+    Attributes:
+        gyro_noise_std: white noise per sample (rad/s). gyro_bias_std: std of the constant bias drawn at start
+            (rad/s). gyro_bias_walk: bias random walk (rad/s per sqrt(s)).
+        accel_noise_std, accel_bias_std (m/s^2), accel_bias_walk (m/s^2 per sqrt(s)): same for the accelerometer.
+        seed: random seed (deterministic noise).
+    """
+
+    gyro_noise_std: float = 0.0
+    gyro_bias_std: float = 0.0
+    gyro_bias_walk: float = 0.0
+    accel_noise_std: float = 0.0
+    accel_bias_std: float = 0.0
+    accel_bias_walk: float = 0.0
+    seed: int = 0
+
+
+class MujocoBackend(RobotBackend):
+    """The robot simulated in MuJoCo; time is simulated time (s since start)."""
+
+    simulated = True
+
+    def __init__(self, config: RobotConfig, imu_noise: ImuNoise | None = None,
+                 initial_joint_positions: np.ndarray | None = None) -> None:
+        self.config = config
+        self.mj = load_mujoco_model(config, scene=True, torque_actuators=True)
+        self.model = self.mj.model
+        self.data = mujoco.MjData(self.model)
+        self.effort = config.array("effort")
+        self.noise = imu_noise or ImuNoise()
+        self._rng = np.random.default_rng(self.noise.seed)
+        self._gyro_bias = self._rng.normal(0.0, self.noise.gyro_bias_std, 3) if self.noise.gyro_bias_std else np.zeros(3)
+        self._accel_bias = (
+            self._rng.normal(0.0, self.noise.accel_bias_std, 3) if self.noise.accel_bias_std else np.zeros(3)
+        )
+        self._pin = load_pinocchio_model(config)
+        self._initial_joints = initial_joint_positions
+        self._command: LowLevelCommand | None = None
+        self._tau = np.zeros(config.num_joints)
+        self._foot_of_body = {int(b): side for side, b in self.mj.foot_body_ids.items()}
+        self.reset()
+
+    # ------------------------------------------------------------------ control
+    def reset(self, joint_positions: np.ndarray | None = None) -> None:
+        """Respawn upright at the origin, soles on the floor, at rest (time 0)."""
+        mujoco.mj_resetData(self.model, self.data)
+        joints = self._initial_joints if joint_positions is None else joint_positions
+        self.data.qpos[:] = initial_qpos(self.config, self.mj, self._pin, joints)
+        self.data.qvel[:] = 0.0
+        self._command = None
+        mujoco.mj_forward(self.model, self.data)
+
+    def write(self, command: LowLevelCommand) -> None:
+        """Hold ``command`` until the next write (arrays in configuration joint order)."""
+        self._command = command
+
+    def advance(self, dt: float) -> None:
+        """Integrate ``dt`` seconds (a whole number of physics steps), evaluating the joint law every step."""
+        n = max(1, round(dt / self.model.opt.timestep))
+        m, d = self.model, self.data
+        qa, va, act = self.mj.qpos_adr, self.mj.qvel_adr, self.mj.actuator_ids
+        for _ in range(n):
+            if self._command is None:
+                self._tau[:] = 0.0
+            else:
+                self._tau = self._command.torque(d.qpos[qa], d.qvel[va], self.effort)
+            d.ctrl[act] = self._tau
+            mujoco.mj_step(m, d)
+        # recompute positions, sensors and contact forces for the new state so that everything read is coherent
+        mujoco.mj_forward(m, d)
+        if self.noise.gyro_bias_walk:
+            self._gyro_bias += self._rng.normal(0.0, self.noise.gyro_bias_walk * np.sqrt(n * m.opt.timestep), 3)
+        if self.noise.accel_bias_walk:
+            self._accel_bias += self._rng.normal(0.0, self.noise.accel_bias_walk * np.sqrt(n * m.opt.timestep), 3)
+
+    # ------------------------------------------------------------------ sensing
+    @property
+    def time(self) -> float:
+        """Simulated time (s)."""
+        return float(self.data.time)
+
+    def read(self) -> RobotState:
+        """Joint encoders, applied torques and the IMU (orientation from the site, gyro and accelerometer)."""
+        d = self.data
+        gyro = np.array(d.sensordata[self.mj.gyro_adr:self.mj.gyro_adr + 3])
+        accel = np.array(d.sensordata[self.mj.accel_adr:self.mj.accel_adr + 3])
+        if self.noise.gyro_noise_std:
+            gyro += self._rng.normal(0.0, self.noise.gyro_noise_std, 3)
+        if self.noise.accel_noise_std:
+            accel += self._rng.normal(0.0, self.noise.accel_noise_std, 3)
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, d.site_xmat[self.mj.imu_site_id])
+        return RobotState(
+            stamp=float(d.time),
+            q=np.array(d.qpos[self.mj.qpos_adr]),
+            dq=np.array(d.qvel[self.mj.qvel_adr]),
+            tau=self._tau.copy(),
+            imu_quat=quat,
+            gyro=gyro + self._gyro_bias,
+            accel=accel + self._accel_bias,
+        )
+
+    def ground_truth(self) -> GroundTruth:
+        """Base pose and twist (base frame) and the ground reaction wrench on each foot in its sole frame."""
+        d = self.data
+        b, v = self.mj.base_qpos_adr, self.mj.base_qvel_adr
+        quat = np.array(d.qpos[b + 3:b + 7])
+        rot = quat_wxyz_to_matrix(quat)
+        return GroundTruth(
+            position=np.array(d.qpos[b:b + 3]),
+            quat=quat,
+            linear_velocity_body=rot.T @ d.qvel[v:v + 3],
+            angular_velocity_body=np.array(d.qvel[v + 3:v + 6]),
+            contacts=self.contact_wrenches(),
+        )
+
+    def contact_wrenches(self) -> dict[str, Wrench]:
+        """Sum of contact forces on each foot body, as a wrench in its sole frame about the sole origin."""
+        m, d = self.model, self.data
+        force = {s: np.zeros(3) for s in self.mj.sole_site_ids}
+        torque = {s: np.zeros(3) for s in self.mj.sole_site_ids}
+        f6 = np.zeros(6)
+        for i in range(d.ncon):
+            con = d.contact[i]
+            b1, b2 = int(m.geom_bodyid[con.geom1]), int(m.geom_bodyid[con.geom2])
+            # mj_contactForce: force in the contact frame, exerted by geom1 on geom2 (normal from geom1 to geom2)
+            for body, sign in ((b2, 1.0), (b1, -1.0)):
+                side = self._foot_of_body.get(body)
+                if side is None:
+                    continue
+                mujoco.mj_contactForce(m, d, i, f6)
+                frame = con.frame.reshape(3, 3)
+                f_world = sign * (frame.T @ f6[:3])
+                origin = d.site_xpos[self.mj.sole_site_ids[side]]
+                force[side] += f_world
+                torque[side] += np.cross(con.pos - origin, f_world)
+        out = {}
+        for side, sid in self.mj.sole_site_ids.items():
+            rot = d.site_xmat[sid].reshape(3, 3)
+            out[side] = Wrench(self.config.feet[side].sole_frame, rot.T @ force[side], rot.T @ torque[side])
+        return out
+
+    def base_height(self) -> float:
+        """Height of the base origin above the floor (m)."""
+        return float(self.data.qpos[self.mj.base_qpos_adr + 2])
+
+
+def tilt_from_quat(quat_wxyz: np.ndarray) -> float:
+    """Angle (rad) between a frame's z axis and the world z axis, from its orientation (w, x, y, z)."""
+    w, x, y, z = quat_wxyz / np.linalg.norm(quat_wxyz)
+    zz = 1.0 - 2.0 * (x * x + y * y)
+    return float(np.arccos(np.clip(zz, -1.0, 1.0)))

@@ -1,0 +1,356 @@
+"""Robot configuration: everything robot-specific, loaded from ``config/robots/<name>.yaml``.
+
+The configuration is a tree of frozen dataclasses. Units: rad, rad/s, N m, m, kg, s. Frames follow REP-103
+(x forward, y left, z up) and REP-120 (sole frames).
+
+Model files are never given as machine paths: each is a list of candidate *sources*, tried in order:
+
+- ``{python_package: P, path: R}``: ``R`` relative to the directory of the importable Python package ``P``;
+- ``{site_packages: D, path: R}``: ``D/R`` under any ``site-packages`` directory on ``sys.path``;
+- ``{ament_package: P, path: R}``: ``R`` under the ament share directory of ``P`` (full ROS 2 installs);
+- ``{file: R}``: ``R`` relative to the configuration file's folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+
+class ConfigError(ValueError):
+    """A robot configuration file is malformed or refers to something that cannot be found."""
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """One actuated joint: standing pose and the limits the driver enforces.
+
+    Attributes:
+        name: joint name, identical in the MJCF, the URDF and on ``/joint_states``.
+        default: standing-pose angle (rad).
+        lower, upper: position limits (rad).
+        velocity: velocity limit (rad/s), symmetric.
+        effort: torque limit (N m), symmetric.
+    """
+
+    name: str
+    default: float
+    lower: float
+    upper: float
+    velocity: float
+    effort: float
+
+
+@dataclass(frozen=True)
+class FootSpec:
+    """A foot: the body that touches the ground and its sole frame.
+
+    Attributes:
+        body: MJCF body / URDF link of the foot.
+        sole_frame: name of the sole frame (added as a MuJoCo site and a pinocchio frame).
+        sole_offset: sole frame origin in the foot body frame (m); axes are the body's.
+        polygon: sole contact area, ``(N, 2)`` corners ``[x, y]`` in the sole frame (m), counter-clockwise.
+    """
+
+    body: str
+    sole_frame: str
+    sole_offset: tuple[float, float, float]
+    polygon: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class ImuSpec:
+    """IMU mounting: MJCF site (and URDF link) and the MuJoCo sensors that read it."""
+
+    site: str
+    gyro_sensor: str
+    accel_sensor: str
+
+
+@dataclass(frozen=True)
+class GainProfile:
+    """Joint gains for ``tau = kp (q* - q) + kd (dq* - dq) + tau_ff``.
+
+    Attributes:
+        name: profile name (``stand``, ``low``, a policy's name, ...).
+        kp: stiffness per joint in configuration order (N m / rad).
+        kd: damping per joint in configuration order (N m s / rad).
+    """
+
+    name: str
+    kp: np.ndarray
+    kd: np.ndarray
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """Simulator settings: physics ``timestep`` (s) and the base height counted as a fall (m)."""
+
+    timestep: float = 0.002
+    fall_height: float = 0.45
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """Everything robot-specific. Build it with :func:`load_robot_config`."""
+
+    name: str
+    description: str
+    config_path: Path
+    mjcf_sources: tuple[dict[str, str], ...]
+    scene_sources: tuple[dict[str, str], ...]
+    urdf_sources: tuple[dict[str, str], ...]
+    urdf_packages: dict[str, tuple[dict[str, str], ...]]
+    base_joint: str
+    base_body: str
+    imu: ImuSpec
+    feet: dict[str, FootSpec]
+    joints: tuple[JointSpec, ...]
+    initial_pose: dict[str, float]
+    gain_profiles: dict[str, GainProfile]
+    simulation: SimulationSpec = field(default_factory=SimulationSpec)
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Actuated joint names in configuration order (the order of ``/joint_states``)."""
+        return [j.name for j in self.joints]
+
+    @property
+    def num_joints(self) -> int:
+        """Number of actuated joints."""
+        return len(self.joints)
+
+    def array(self, attribute: str) -> np.ndarray:
+        """Per-joint attribute (``default``, ``lower``, ``upper``, ``velocity``, ``effort``) as an array."""
+        return np.array([getattr(j, attribute) for j in self.joints], dtype=float)
+
+    def initial_joint_positions(self) -> np.ndarray:
+        """Joint angles the simulator spawns with (rad); joints absent from ``initial_pose`` are 0."""
+        return np.array([self.initial_pose.get(n, 0.0) for n in self.joint_names], dtype=float)
+
+    def gain_profile(self, name: str) -> GainProfile:
+        """The gain profile called ``name``; :class:`ConfigError` listing the known ones otherwise."""
+        try:
+            return self.gain_profiles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.gain_profiles))
+            raise ConfigError(f"unknown gain profile '{name}' for robot '{self.name}' (known: {known})") from None
+
+    def resolve_mjcf(self) -> Path:
+        """Path of the robot MJCF (the file MuJoCo and pinocchio both load)."""
+        return resolve_sources(self.mjcf_sources, self.config_path, "mjcf")
+
+    def resolve_scene(self) -> Path:
+        """Path of the simulator scene (robot + floor + lights)."""
+        return resolve_sources(self.scene_sources, self.config_path, "scene")
+
+    def resolve_urdf(self) -> Path:
+        """Path of the URDF served on ``/robot_description``."""
+        return resolve_sources(self.urdf_sources, self.config_path, "urdf")
+
+    def resolve_urdf_package(self, package: str) -> Path:
+        """Directory a ``package://<package>/`` URI of the URDF points to."""
+        if package not in self.urdf_packages:
+            raise ConfigError(f"URDF refers to package '{package}' which robot '{self.name}' does not locate")
+        return resolve_sources(self.urdf_packages[package], self.config_path, f"urdf package {package}")
+
+
+def _config_dir_candidates() -> list[Path]:
+    """Folders that may hold ``robots/<name>.yaml``: the source tree, then installed share folders."""
+    here = Path(__file__).resolve().parent.parent
+    candidates = [here / "config"]
+    try:  # full ROS 2 install / colcon workspace
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory("humanoid_stack")) / "config")
+    except Exception:  # noqa: BLE001 - ament index absent or package not registered
+        pass
+    candidates.append(Path(sys.prefix) / "share" / "humanoid_stack" / "config")
+    return candidates
+
+
+def find_robot_config(robot: str) -> Path:
+    """Locate the configuration of ``robot`` (a name such as ``g1``, or a path to a YAML file)."""
+    if robot.endswith((".yaml", ".yml")) or os.sep in robot:
+        path = Path(robot).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"robot configuration file not found: {path}")
+        return path
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+", robot):
+        raise ConfigError(f"invalid robot name '{robot}'")
+    for folder in _config_dir_candidates():
+        path = folder / "robots" / f"{robot}.yaml"
+        if path.is_file():
+            return path
+    known = sorted({p.stem for d in _config_dir_candidates() for p in (d / "robots").glob("*.yaml")})
+    raise ConfigError(f"unknown robot '{robot}' (known: {', '.join(known) or 'none'})")
+
+
+def resolve_sources(sources: tuple[dict[str, str], ...], config_path: Path, what: str) -> Path:
+    """First existing path among ``sources`` (see module docstring); :class:`ConfigError` listing all tried."""
+    tried: list[str] = []
+    for src in sources:
+        paths = _candidate_paths(src, config_path)
+        for path in paths:
+            if path.exists():
+                return path
+            tried.append(str(path))
+        if not paths:
+            tried.append(f"{src} (package not installed)")
+    raise ConfigError(f"cannot find the {what} file; tried: {'; '.join(tried)}")
+
+
+def _candidate_paths(src: dict[str, str], config_path: Path) -> list[Path]:
+    rel = src.get("path", "")
+    if "python_package" in src:
+        spec = importlib.util.find_spec(src["python_package"])
+        if spec is None or not spec.submodule_search_locations:
+            return []
+        return [Path(loc) / rel for loc in spec.submodule_search_locations]
+    if "site_packages" in src:
+        roots = [Path(p) for p in sys.path if p.endswith("site-packages") or p.endswith("dist-packages")]
+        return [root / src["site_packages"] / rel for root in roots]
+    if "ament_package" in src:
+        try:
+            from ament_index_python.packages import get_package_share_directory
+
+            return [Path(get_package_share_directory(src["ament_package"])) / rel]
+        except Exception:  # noqa: BLE001 - no ament index here, or package absent
+            return []
+    if "file" in src:
+        return [config_path.parent / src["file"]]
+    raise ConfigError(f"model source {src} has none of python_package, site_packages, ament_package, file")
+
+
+def expand_patterns(table: dict[str, float], joint_names: list[str], what: str) -> np.ndarray:
+    """Per-joint values from ``{regex: value}`` (fullmatch, first match wins); every joint must match."""
+    values = np.empty(len(joint_names))
+    compiled = []
+    for pattern, value in table.items():
+        try:
+            compiled.append((re.compile(pattern), float(value)))
+        except (re.error, TypeError, ValueError) as exc:
+            raise ConfigError(f"{what}: bad entry {pattern!r}: {value!r} ({exc})") from None
+    for i, name in enumerate(joint_names):
+        for regex, value in compiled:
+            if regex.fullmatch(name):
+                values[i] = value
+                break
+        else:
+            raise ConfigError(f"{what}: no entry matches joint '{name}'")
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ConfigError(f"{what}: gains must be finite and >= 0")
+    return values
+
+
+def _require(d: dict[str, Any], key: str, where: str) -> Any:
+    if not isinstance(d, dict) or key not in d:
+        raise ConfigError(f"{where}: missing key '{key}'")
+    return d[key]
+
+
+def _sources(value: Any, where: str) -> tuple[dict[str, str], ...]:
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value) or not value:
+        raise ConfigError(f"{where}: expected a list of sources")
+    return tuple({str(k): str(v) for k, v in s.items()} for s in value)
+
+
+def load_robot_config(robot: str = "g1") -> RobotConfig:
+    """Load and validate a robot configuration by name (``g1``) or YAML path."""
+    path = find_robot_config(robot)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at top level")
+    where = str(path)
+    model = _require(data, "model", where)
+
+    joints = []
+    seen: set[str] = set()
+    for i, j in enumerate(_require(data, "joints", where)):
+        try:
+            spec = JointSpec(
+                name=str(j["name"]),
+                default=float(j["default"]),
+                lower=float(j["lower"]),
+                upper=float(j["upper"]),
+                velocity=float(j["velocity"]),
+                effort=float(j["effort"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: joints[{i}] is malformed ({exc!r})") from None
+        if spec.name in seen:
+            raise ConfigError(f"{where}: joint '{spec.name}' listed twice")
+        if not spec.lower < spec.upper or spec.velocity <= 0 or spec.effort <= 0:
+            raise ConfigError(f"{where}: joint '{spec.name}' has inconsistent limits")
+        if not spec.lower <= spec.default <= spec.upper:
+            raise ConfigError(f"{where}: default of joint '{spec.name}' is outside its limits")
+        seen.add(spec.name)
+        joints.append(spec)
+    names = [j.name for j in joints]
+
+    profiles = {}
+    for pname, table in (_require(data, "gain_profiles", where) or {}).items():
+        kp = expand_patterns(_require(table, "kp", f"{where}: gain_profiles.{pname}"), names, f"{pname}.kp")
+        kd = expand_patterns(_require(table, "kd", f"{where}: gain_profiles.{pname}"), names, f"{pname}.kd")
+        profiles[str(pname)] = GainProfile(str(pname), kp, kd)
+    if "stand" not in profiles:
+        raise ConfigError(f"{where}: a 'stand' gain profile is required")
+
+    feet = {}
+    for side, f in _require(data, "feet", where).items():
+        try:
+            polygon = tuple((float(x), float(y)) for x, y in f["polygon"])
+            offset = tuple(float(v) for v in f["sole_offset"])
+            feet[str(side)] = FootSpec(str(f["body"]), str(f["sole_frame"]), offset, polygon)  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: feet.{side} is malformed ({exc!r})") from None
+        if len(offset) != 3 or len(polygon) < 3:
+            raise ConfigError(f"{where}: feet.{side} needs a 3D sole_offset and a polygon of >= 3 corners")
+    if set(feet) != {"left", "right"}:
+        raise ConfigError(f"{where}: feet must be exactly 'left' and 'right'")
+
+    imu = _require(data, "imu", where)
+    initial = {str(k): float(v) for k, v in (data.get("initial_pose") or {}).items()}
+    unknown = set(initial) - set(names)
+    if unknown:
+        raise ConfigError(f"{where}: initial_pose names unknown joints {sorted(unknown)}")
+    sim = data.get("simulation") or {}
+    return RobotConfig(
+        name=str(_require(data, "name", where)),
+        description=str(data.get("description", "")),
+        config_path=path.resolve(),
+        mjcf_sources=_sources(_require(model, "mjcf", where), f"{where}: model.mjcf"),
+        scene_sources=_sources(_require(model, "scene", where), f"{where}: model.scene"),
+        urdf_sources=_sources(_require(model, "urdf", where), f"{where}: model.urdf"),
+        urdf_packages={
+            str(k): _sources(v, f"{where}: model.urdf_packages.{k}")
+            for k, v in (model.get("urdf_packages") or {}).items()
+        },
+        base_joint=str(_require(model, "base_joint", where)),
+        base_body=str(_require(model, "base_body", where)),
+        imu=ImuSpec(
+            site=str(_require(imu, "site", where)),
+            gyro_sensor=str(_require(imu, "gyro_sensor", where)),
+            accel_sensor=str(_require(imu, "accel_sensor", where)),
+        ),
+        feet=feet,
+        joints=tuple(joints),
+        initial_pose=initial,
+        gain_profiles=profiles,
+        simulation=SimulationSpec(
+            timestep=float(sim.get("timestep", 0.002)), fall_height=float(sim.get("fall_height", 0.45))
+        ),
+    )

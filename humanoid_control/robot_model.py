@@ -1,0 +1,247 @@
+"""Robot-model loader: MuJoCo and pinocchio load the same MJCF file, with the same added sole frames.
+
+Conventions (the most common source of bugs, so stated once here):
+
+- MuJoCo ``qpos`` = ``[x, y, z, qw, qx, qy, qz, joints...]``; pinocchio ``q`` = ``[x, y, z, qx, qy, qz, qw,
+  joints...]``. Positions are of the base frame origin in the world frame (m).
+- MuJoCo free-joint ``qvel[0:3]`` is the base linear velocity in the **world** frame, ``qvel[3:6]`` the angular
+  velocity in the **base** frame. Pinocchio ``v[0:6]`` is ``[linear, angular]``, both in the **base** frame.
+- Joint order after the base is the MJCF tree order, which the robot configuration lists explicitly; maps
+  are built by name and checked, never assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from humanoid_control.robot_config import ConfigError, RobotConfig
+
+
+def quat_wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:
+    """Reorder a quaternion from MuJoCo's (w, x, y, z) to ROS/pinocchio's (x, y, z, w)."""
+    return np.array([q[1], q[2], q[3], q[0]])
+
+
+def quat_xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
+    """Reorder a quaternion from (x, y, z, w) to MuJoCo's (w, x, y, z)."""
+    return np.array([q[3], q[0], q[1], q[2]])
+
+
+def quat_wxyz_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a unit quaternion (w, x, y, z): maps body-frame vectors to the world frame."""
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def mujoco_qpos_to_pinocchio(qpos: np.ndarray) -> np.ndarray:
+    """MuJoCo qpos (base wxyz) to pinocchio q (base xyzw); joint part unchanged (same order by construction)."""
+    q = np.array(qpos, dtype=float, copy=True)
+    q[3:7] = quat_wxyz_to_xyzw(qpos[3:7])
+    return q
+
+
+def mujoco_qvel_to_pinocchio(qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """MuJoCo qvel (world linear, body angular) to pinocchio v (body linear, body angular)."""
+    v = np.array(qvel, dtype=float, copy=True)
+    rot = quat_wxyz_to_matrix(qpos[3:7])
+    v[0:3] = rot.T @ qvel[0:3]
+    return v
+
+
+@dataclass
+class MujocoRobotModel:
+    """A compiled MuJoCo model of the robot plus the index maps the stack needs.
+
+    Attributes:
+        model: the compiled ``mujoco.MjModel`` (scene or bare robot).
+        qpos_adr, qvel_adr: per configured joint, its address in ``qpos`` / ``qvel``.
+        actuator_ids: per configured joint, the actuator driving it (a torque motor after conversion).
+        base_qpos_adr, base_qvel_adr: addresses of the base free joint (7 and 6 entries).
+        base_body_id: MuJoCo id of the base body.
+        sole_site_ids: per side (``left``/``right``), the id of the added sole site.
+        foot_body_ids: per side, the id of the foot body.
+        imu_site_id: id of the IMU site; gyro_adr / accel_adr: sensordata addresses (3 values each).
+    """
+
+    model: object
+    qpos_adr: np.ndarray
+    qvel_adr: np.ndarray
+    actuator_ids: np.ndarray
+    base_qpos_adr: int
+    base_qvel_adr: int
+    base_body_id: int
+    sole_site_ids: dict[str, int]
+    foot_body_ids: dict[str, int]
+    imu_site_id: int
+    gyro_adr: int
+    accel_adr: int
+
+
+def load_mujoco_model(config: RobotConfig, scene: bool = True, torque_actuators: bool = True) -> MujocoRobotModel:
+    """Compile the robot for MuJoCo.
+
+    Args:
+        config: robot configuration.
+        scene: load the scene file (robot + floor + lights) instead of the bare robot MJCF.
+        torque_actuators: convert every actuator into a torque motor (``ctrl`` = joint torque, N m, clamped
+            to the configured effort limit), so the driver's own joint law is the only controller.
+    """
+    import mujoco
+
+    path = config.resolve_scene() if scene else config.resolve_mjcf()
+    spec = mujoco.MjSpec.from_file(str(path))
+    for foot in config.feet.values():
+        body = spec.body(foot.body)
+        if body is None:
+            raise ConfigError(f"foot body '{foot.body}' not in {path}")
+        body.add_site(name=foot.sole_frame, pos=list(foot.sole_offset), size=[0.01, 0.01, 0.01], group=5)
+    spec.option.timestep = config.simulation.timestep
+    model = spec.compile()
+
+    def _id(kind: object, name: str) -> int:
+        idx = mujoco.mj_name2id(model, kind, name)
+        if idx < 0:
+            raise ConfigError(f"'{name}' not found in the MuJoCo model {path}")
+        return int(idx)
+
+    joint_ids = [_id(mujoco.mjtObj.mjOBJ_JOINT, n) for n in config.joint_names]
+    actuated = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)}
+    missing = [config.joint_names[i] for i, j in enumerate(joint_ids) if j not in actuated]
+    if missing:
+        raise ConfigError(f"joints without actuator in {path}: {missing}")
+    actuator_ids = np.array([actuated[j] for j in joint_ids])
+    if torque_actuators:
+        effort = config.array("effort")
+        for k, a in enumerate(actuator_ids):
+            model.actuator_gaintype[a] = mujoco.mjtGain.mjGAIN_FIXED
+            model.actuator_gainprm[a, :] = 0.0
+            model.actuator_gainprm[a, 0] = 1.0
+            model.actuator_biastype[a] = mujoco.mjtBias.mjBIAS_NONE
+            model.actuator_biasprm[a, :] = 0.0
+            model.actuator_ctrllimited[a] = 1
+            model.actuator_ctrlrange[a] = [-effort[k], effort[k]]
+    base_joint = _id(mujoco.mjtObj.mjOBJ_JOINT, config.base_joint)
+    if model.jnt_type[base_joint] != mujoco.mjtJoint.mjJNT_FREE:
+        raise ConfigError(f"base joint '{config.base_joint}' is not a free joint")
+    gyro = _id(mujoco.mjtObj.mjOBJ_SENSOR, config.imu.gyro_sensor)
+    accel = _id(mujoco.mjtObj.mjOBJ_SENSOR, config.imu.accel_sensor)
+    return MujocoRobotModel(
+        model=model,
+        qpos_adr=np.array([model.jnt_qposadr[j] for j in joint_ids]),
+        qvel_adr=np.array([model.jnt_dofadr[j] for j in joint_ids]),
+        actuator_ids=actuator_ids,
+        base_qpos_adr=int(model.jnt_qposadr[base_joint]),
+        base_qvel_adr=int(model.jnt_dofadr[base_joint]),
+        base_body_id=_id(mujoco.mjtObj.mjOBJ_BODY, config.base_body),
+        sole_site_ids={s: _id(mujoco.mjtObj.mjOBJ_SITE, f.sole_frame) for s, f in config.feet.items()},
+        foot_body_ids={s: _id(mujoco.mjtObj.mjOBJ_BODY, f.body) for s, f in config.feet.items()},
+        imu_site_id=_id(mujoco.mjtObj.mjOBJ_SITE, config.imu.site),
+        gyro_adr=int(model.sensor_adr[gyro]),
+        accel_adr=int(model.sensor_adr[accel]),
+    )
+
+
+@dataclass
+class PinocchioRobotModel:
+    """The pinocchio model of the same MJCF with a free-flyer base and the sole frames added.
+
+    Attributes:
+        model: ``pinocchio.Model``; ``q`` layout ``[x y z qx qy qz qw, joints]``.
+        joint_q_idx / joint_v_idx: per configured joint, its index in ``q`` / ``v``.
+        sole_frame_ids: per side, the id of the sole frame (``OP_FRAME`` on the foot joint).
+        imu_frame_id: id of the IMU frame.
+    """
+
+    model: object
+    joint_q_idx: np.ndarray
+    joint_v_idx: np.ndarray
+    sole_frame_ids: dict[str, int]
+    imu_frame_id: int
+
+    def neutral_q(self, joint_positions: np.ndarray | None = None, base_height: float = 0.0) -> np.ndarray:
+        """Pinocchio q with identity base orientation at ``(0, 0, base_height)`` and the given joint angles."""
+        import pinocchio as pin
+
+        q = pin.neutral(self.model)
+        q[2] = base_height
+        if joint_positions is not None:
+            q[self.joint_q_idx] = joint_positions
+        return q
+
+
+def load_pinocchio_model(config: RobotConfig) -> PinocchioRobotModel:
+    """Build the pinocchio model from the robot MJCF (the file MuJoCo loads) and add the sole frames."""
+    import pinocchio as pin
+
+    path = config.resolve_mjcf()
+    model = pin.buildModelFromMJCF(str(path))
+    if model.names[1] != config.base_joint or model.joints[1].nq != 7:
+        raise ConfigError(f"pinocchio: first joint of {path} is not the free joint '{config.base_joint}'")
+    sole_ids = {}
+    for side, foot in config.feet.items():
+        if not model.existFrame(foot.body):
+            raise ConfigError(f"pinocchio: foot body '{foot.body}' not in {path}")
+        body_frame = model.frames[model.getFrameId(foot.body)]
+        placement = body_frame.placement * pin.SE3(np.eye(3), np.array(foot.sole_offset))
+        frame = pin.Frame(foot.sole_frame, body_frame.parentJoint, model.getFrameId(foot.body), placement,
+                          pin.FrameType.OP_FRAME)
+        sole_ids[side] = model.addFrame(frame)
+    q_idx, v_idx = [], []
+    for name in config.joint_names:
+        if not model.existJointName(name):
+            raise ConfigError(f"pinocchio: joint '{name}' not in {path}")
+        jid = model.getJointId(name)
+        q_idx.append(model.joints[jid].idx_q)
+        v_idx.append(model.joints[jid].idx_v)
+    if not model.existFrame(config.imu.site):
+        raise ConfigError(f"pinocchio: IMU frame '{config.imu.site}' not in {path}")
+    return PinocchioRobotModel(
+        model=model,
+        joint_q_idx=np.array(q_idx),
+        joint_v_idx=np.array(v_idx),
+        sole_frame_ids=sole_ids,
+        imu_frame_id=model.getFrameId(config.imu.site),
+    )
+
+
+def standing_base_height(config: RobotConfig, pmodel: PinocchioRobotModel, joint_positions: np.ndarray) -> float:
+    """Base height (m) that puts the lowest sole-polygon corner on the floor (z = 0), base upright.
+
+    Computed by forward kinematics with the base at the origin and identity orientation; the sole polygon
+    corners of both feet (sole frames, ``z = 0`` in the sole frame) are mapped to the world frame.
+    """
+    import pinocchio as pin
+
+    data = pmodel.model.createData()
+    q = pmodel.neutral_q(joint_positions)
+    pin.framesForwardKinematics(pmodel.model, data, q)
+    lowest = np.inf
+    for side, foot in config.feet.items():
+        oMs = data.oMf[pmodel.sole_frame_ids[side]]
+        for x, y in foot.polygon:
+            lowest = min(lowest, float((oMs.act(np.array([x, y, 0.0])))[2]))
+    return -lowest
+
+
+def initial_qpos(config: RobotConfig, mj: MujocoRobotModel, pmodel: PinocchioRobotModel,
+                 joint_positions: np.ndarray | None = None) -> np.ndarray:
+    """MuJoCo qpos that spawns the robot upright at the origin with soles on the floor.
+
+    Args:
+        joint_positions: joint angles in configuration order (rad); the configured initial pose if None.
+    """
+    joints = config.initial_joint_positions() if joint_positions is None else np.asarray(joint_positions)
+    qpos = np.array(mj.model.qpos0, dtype=float, copy=True)  # type: ignore[attr-defined]
+    b = mj.base_qpos_adr
+    qpos[b:b + 3] = [0.0, 0.0, standing_base_height(config, pmodel, joints)]
+    qpos[b + 3:b + 7] = [1.0, 0.0, 0.0, 0.0]
+    qpos[mj.qpos_adr] = joints
+    return qpos
