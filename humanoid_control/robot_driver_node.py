@@ -1,0 +1,374 @@
+"""Robot driver node: the real-time joint loop around one hardware backend (``hardware`` parameter).
+
+Topics (see docs/architecture.md for the whole contract):
+
+- publishes ``/joint_states`` (sensor_msgs/JointState: position rad, velocity rad/s, effort = applied N m),
+  ``/imu/data`` (sensor_msgs/Imu in the IMU frame), ``/diagnostics``, ``~/mode`` (std_msgs/String, latched);
+  for simulators also ``/clock``, ``/sim/ground_truth`` (nav_msgs/Odometry, world -> base, twist in the base
+  frame) and ``/sim/contacts/{left,right}`` (geometry_msgs/WrenchStamped in the sole frames).
+- subscribes ``/joint_commands`` (sensor_msgs/JointState: position = q*, velocity = dq*, effort = tau_ff).
+- services ``~/estop`` and ``~/reset`` (std_srvs/Trigger).
+
+Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
+simulated time, and once a controller is active each tick waits until the command answering that tick's
+``/joint_states`` (same ``header.stamp`` or later) has arrived, or ``lockstep_timeout_s`` of wall time passed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from humanoid_control.driver_core import CommandError, DriverCore, DriverMode, DriverSettings, validate_command
+from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
+from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
+from humanoid_control.loop_stats import LoopStats
+from humanoid_control.robot_config import ConfigError, load_robot_config
+from humanoid_control.ros_utils import declare, from_time_msg, run_node, to_time_msg
+
+CLOCK_MODES = ("lockstep", "realtime")
+
+
+class RobotDriverNode(Node):
+    """ROS 2 adapter of :class:`DriverCore` + a :class:`RobotBackend`, with the loop in its own thread."""
+
+    def __init__(self) -> None:
+        super().__init__("robot_driver")
+        self.robot_name = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
+        self.hardware = declare(self, "hardware", "mujoco", f"backend: {', '.join(sorted(BACKENDS))}",
+                                read_only=True)
+        self.clock_mode = declare(self, "clock", "lockstep", "lockstep | realtime", read_only=True)
+        rate = declare(self, "rate_hz", 500.0, "loop rate (Hz)", 50.0, 2000.0, read_only=True)
+        watchdog = declare(self, "watchdog_ticks", 20, "ticks without a command before damping", 1, 10000)
+        self.lockstep_timeout = declare(self, "lockstep_timeout_s", 0.1,
+                                        "lockstep: wall-clock wait for the tick's command (s)", 0.001, 10.0)
+        ramp = declare(self, "ramp_duration_s", 2.0, "boot/reset ramp to the default pose (s)", 0.1, 20.0)
+        profile = declare(self, "gain_profile", "stand", "gain profile applied to /joint_commands")
+        fall = declare(self, "fall_tilt_deg", 60.0, "base tilt that triggers damping (deg); 0 disables", 0.0, 180.0)
+        self.sim_duration = declare(self, "sim_duration_s", 0.0,
+                                    "stop the node after this much backend time (s); 0 = run forever", 0.0, 1e6)
+        self.spin_margin = declare(self, "spin_margin_us", 100.0,
+                                   "realtime: busy-wait this long before each deadline (us)", 0.0, 2000.0) * 1e-6
+        self.publish_orientation = declare(self, "imu_orientation", True,
+                                           "fill /imu/data orientation (the IMU's own estimate)")
+        noise = ImuNoise(
+            gyro_noise_std=declare(self, "imu_gyro_noise_std", 0.0, "gyro white noise (rad/s)", 0.0, 1.0),
+            gyro_bias_std=declare(self, "imu_gyro_bias_std", 0.0, "gyro constant bias std (rad/s)", 0.0, 1.0),
+            gyro_bias_walk=declare(self, "imu_gyro_bias_walk", 0.0, "gyro bias walk (rad/s/sqrt(s))", 0.0, 1.0),
+            accel_noise_std=declare(self, "imu_accel_noise_std", 0.0, "accel white noise (m/s^2)", 0.0, 10.0),
+            accel_bias_std=declare(self, "imu_accel_bias_std", 0.0, "accel constant bias std (m/s^2)", 0.0, 10.0),
+            accel_bias_walk=declare(self, "imu_accel_bias_walk", 0.0, "accel bias walk (m/s^2/sqrt(s))", 0.0, 10.0),
+            seed=declare(self, "imu_seed", 0, "noise seed", 0, 2**31 - 1),
+        )
+        if self.clock_mode not in CLOCK_MODES:
+            raise ValueError(f"parameter clock: '{self.clock_mode}' is not one of {', '.join(CLOCK_MODES)}")
+        if self.hardware not in BACKENDS:
+            raise ValueError(f"parameter hardware: '{self.hardware}' is not one of {', '.join(sorted(BACKENDS))}")
+
+        self.config = load_robot_config(self.robot_name)
+        self.settings = DriverSettings(rate_hz=rate, watchdog_ticks=watchdog, ramp_duration=ramp,
+                                       command_profile=profile, fall_tilt=math.radians(fall))
+        self.core = DriverCore(self.config, self.settings)  # raises ConfigError for an unknown profile
+        self.backend: RobotBackend = create_backend(self.hardware, config=self.config, imu_noise=noise)
+        self.period = 1.0 / rate
+        if self.backend.simulated:
+            steps = self.period / self.config.simulation.timestep
+            if abs(steps - round(steps)) > 1e-6:
+                raise ValueError(f"parameter rate_hz: {rate} Hz is not a whole number of physics steps of "
+                                 f"{self.config.simulation.timestep} s")
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        self.lock = threading.Lock()
+        self.command_arrived = threading.Condition(self.lock)
+        self.latest_command_stamp = -math.inf
+        self.stats = LoopStats(rate)
+        self.lockstep_timeouts = 0
+        self._running = True
+        self._last_mode = None
+
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", reliable)
+        self.pub_imu = self.create_publisher(Imu, "/imu/data", reliable)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_mode = self.create_publisher(String, "~/mode", latched)
+        if self.backend.simulated:
+            self.pub_clock = self.create_publisher(Clock, "/clock", 10)
+            self.pub_truth = self.create_publisher(Odometry, "/sim/ground_truth", reliable)
+            self.pub_contacts = {
+                side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", reliable)
+                for side in self.config.feet
+            }
+        self.create_subscription(JointState, "/joint_commands", self._on_command, reliable)
+        self.create_service(Trigger, "~/estop", self._on_estop)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+
+        self._joint_msg = JointState(name=self.config.joint_names)
+        self._imu_msg = Imu()
+        self._imu_msg.header.frame_id = self.config.imu.site
+        if not self.publish_orientation:
+            self._imu_msg.orientation_covariance[0] = -1.0
+        self.get_logger().info(
+            f"robot {self.config.name}: {self.config.num_joints} joints, hardware={self.hardware}, "
+            f"clock={self.clock_mode}, {rate:g} Hz, watchdog {watchdog} ticks"
+        )
+        self._thread = threading.Thread(target=self._loop, name="rt_loop", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_set_parameters(self, params: list[Any]) -> Any:
+        from rcl_interfaces.msg import SetParametersResult
+
+        for p in params:
+            if p.name == "gain_profile":
+                try:
+                    self.config.gain_profile(p.value)
+                except ConfigError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+        with self.lock:
+            for p in params:
+                if p.name == "gain_profile":
+                    self.core.set_command_profile(p.value)
+                elif p.name == "watchdog_ticks":
+                    self.settings.watchdog_ticks = int(p.value)
+                elif p.name == "lockstep_timeout_s":
+                    self.lockstep_timeout = float(p.value)
+                elif p.name == "fall_tilt_deg":
+                    self.settings.fall_tilt = math.radians(float(p.value))
+        return SetParametersResult(successful=True)
+
+    def _on_command(self, msg: JointState) -> None:
+        stamp = from_time_msg(msg.header.stamp)
+        try:
+            command = validate_command(self.config, list(msg.name), msg.position, msg.velocity, msg.effort, stamp)
+        except CommandError as exc:
+            with self.lock:
+                self.core.refuse(str(exc))
+            self.get_logger().warning(f"refused /joint_commands: {exc}", throttle_duration_sec=1.0)
+            return
+        with self.command_arrived:
+            if self.core.submit(command):
+                self.latest_command_stamp = max(self.latest_command_stamp, stamp)
+            self.command_arrived.notify_all()
+
+    def _on_estop(self, _req: Any, resp: Any) -> Any:
+        with self.command_arrived:
+            self.core.estop("e-stop service")
+            self.command_arrived.notify_all()
+        self.get_logger().error("E-STOP: damping latched until ~/reset")
+        resp.success, resp.message = True, "damping latched until ~/reset"
+        return resp
+
+    def _on_reset(self, _req: Any, resp: Any) -> Any:
+        state = self.backend_state
+        with self.lock:
+            self.core.reset(None if state is None else state.q)
+            self.latest_command_stamp = -math.inf
+        self.get_logger().info("reset: ramping to the default pose, then hold")
+        resp.success, resp.message = True, "ramping to the default pose, then hold"
+        return resp
+
+    # ------------------------------------------------------------------ loop
+    backend_state = None
+
+    def _loop(self) -> None:
+        try:
+            self._run_loop()
+        except Exception as exc:  # noqa: BLE001 - report and stop: a dead loop must not look alive
+            if rclpy.ok(context=self.context):
+                self.get_logger().fatal(f"real-time loop died: {exc!r}")
+                self.context.try_shutdown()
+
+    def _run_loop(self) -> None:
+        realtime = self.clock_mode == "realtime"
+        next_deadline = time.perf_counter()
+        last_diag = 0.0
+        while self._running and rclpy.ok(context=self.context):
+            if realtime:
+                lateness = _sleep_until(next_deadline, self.spin_margin)
+                tick_start = time.perf_counter()
+                self.stats.record_wake(lateness, tick_start)
+            else:
+                tick_start = time.perf_counter()
+                self.stats.record_wake(0.0, tick_start)
+            state = self.backend.read()
+            self.backend_state = state
+            self._publish_state(state)
+            with self.command_arrived:
+                if not realtime and self.core.mode == DriverMode.ACTIVE:
+                    deadline = time.perf_counter() + self.lockstep_timeout
+                    while self.latest_command_stamp < state.stamp - 1e-9 and self.core.mode == DriverMode.ACTIVE:
+                        remaining = deadline - time.perf_counter()
+                        if remaining <= 0:
+                            self.lockstep_timeouts += 1
+                            break
+                        self.command_arrived.wait(remaining)
+                command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
+                mode = self.core.mode
+            self.backend.write(command)
+            self.backend.advance(self.period)
+            self.stats.record_sim_time(self.backend_time())
+            if mode != self._last_mode:
+                self._publish_mode()
+            now = time.perf_counter()
+            if now - last_diag >= 1.0 or mode != self._last_mode:
+                self._publish_diagnostics()
+                last_diag = now
+            self._last_mode = mode
+            if self.sim_duration > 0 and self.backend_time() >= self.sim_duration:
+                self._publish_diagnostics()
+                self.get_logger().info(f"sim_duration_s reached ({self.sim_duration} s): stopping")
+                self.context.try_shutdown()
+                return
+            if realtime:
+                next_deadline += self.period
+                done = time.perf_counter()
+                if done > next_deadline:
+                    self.stats.overruns += 1
+                    if done > next_deadline + self.period:  # far behind: skip missed ticks, don't burst
+                        next_deadline = done
+
+    def backend_time(self) -> float:
+        """Backend clock (s): simulated time for simulators."""
+        return float(getattr(self.backend, "time", time.monotonic()))
+
+    def _publish_state(self, state: Any) -> None:
+        stamp = to_time_msg(state.stamp)
+        msg = self._joint_msg
+        msg.header.stamp = stamp
+        msg.position = state.q.tolist()
+        msg.velocity = state.dq.tolist()
+        msg.effort = state.tau.tolist()
+        self.pub_joints.publish(msg)
+        imu = self._imu_msg
+        imu.header.stamp = stamp
+        if self.publish_orientation:
+            w, x, y, z = state.imu_quat
+            imu.orientation.w, imu.orientation.x, imu.orientation.y, imu.orientation.z = w, x, y, z
+        imu.angular_velocity.x, imu.angular_velocity.y, imu.angular_velocity.z = state.gyro.tolist()
+        imu.linear_acceleration.x, imu.linear_acceleration.y, imu.linear_acceleration.z = state.accel.tolist()
+        self.pub_imu.publish(imu)
+        if not self.backend.simulated:
+            return
+        self.pub_clock.publish(Clock(clock=stamp))
+        truth = self.backend.ground_truth()
+        if truth is None:
+            return
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.header.frame_id = "world"
+        odom.child_frame_id = self.config.base_body
+        p = odom.pose.pose.position
+        p.x, p.y, p.z = truth.position.tolist()
+        o = odom.pose.pose.orientation
+        o.w, o.x, o.y, o.z = truth.quat.tolist()
+        lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+        lin.x, lin.y, lin.z = truth.linear_velocity_body.tolist()
+        ang.x, ang.y, ang.z = truth.angular_velocity_body.tolist()
+        self.pub_truth.publish(odom)
+        for side, wrench in truth.contacts.items():
+            w = WrenchStamped()
+            w.header.stamp = stamp
+            w.header.frame_id = wrench.frame
+            w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = wrench.force.tolist()
+            w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench.torque.tolist()
+            self.pub_contacts[side].publish(w)
+
+    def _publish_mode(self) -> None:
+        self.pub_mode.publish(String(data=self.core.mode.value))
+        level = "error" if self.core.mode == DriverMode.DAMPING else "info"
+        getattr(self.get_logger(), level)(f"mode -> {self.core.mode.value} ({self.core.mode_reason})")
+
+    def _publish_diagnostics(self) -> None:
+        with self.lock:
+            core = self.core
+            c = core.counters
+            values = {
+                "mode": core.mode.value,
+                "mode_reason": core.mode_reason,
+                "mode_entered_tick": core.mode_entered_tick,
+                "tick": core.tick,
+                "last_command_tick": core.last_command_tick,
+                "watchdog_ticks": self.settings.watchdog_ticks,
+                "gain_profile": self.settings.command_profile,
+                "clock": self.clock_mode,
+                "commands_accepted": c.commands_accepted,
+                "commands_refused": c.commands_refused,
+                "commands_ignored": c.commands_ignored,
+                "last_refusal": c.last_refusal,
+                "clamped_targets": c.clamped_targets,
+                "watchdog_trips": c.watchdog_trips,
+                "estops": c.estops,
+                "faults": c.faults,
+                "lockstep_timeouts": self.lockstep_timeouts,
+            }
+        values.update(self.stats.summary())
+        status = DiagnosticStatus(name="robot_driver: loop", hardware_id=f"{self.config.name}/{self.hardware}")
+        if core.mode == DriverMode.DAMPING:
+            status.level, status.message = DiagnosticStatus.ERROR, f"damping: {core.mode_reason}"
+        elif self.stats.overruns > 0 and self.clock_mode == "realtime":
+            status.level, status.message = DiagnosticStatus.WARN, f"{core.mode.value}, {self.stats.overruns} overruns"
+        else:
+            status.level, status.message = DiagnosticStatus.OK, core.mode.value
+        status.values = [KeyValue(key=k, value=_fmt(v)) for k, v in values.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = to_time_msg(self.backend_time())
+        self.pub_diag.publish(msg)
+
+    def close(self) -> None:
+        """Stop the loop thread and put the backend in a safe state."""
+        self._running = False
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=2.0)
+        self.backend.close()
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _sleep_until(deadline: float, spin_margin: float) -> float:
+    """Sleep to an absolute ``time.perf_counter()`` deadline (busy-wait the last ``spin_margin`` s).
+
+    Returns the lateness (s) of the wake-up relative to the deadline (>= 0).
+    """
+    remaining = deadline - time.perf_counter()
+    if remaining > spin_margin:
+        time.sleep(remaining - spin_margin)
+    while time.perf_counter() < deadline:
+        pass
+    return max(0.0, time.perf_counter() - deadline)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``ros2 run humanoid_stack robot_driver``."""
+
+    def factory() -> RobotDriverNode:
+        try:
+            return RobotDriverNode()
+        except (ConfigError, ValueError) as exc:
+            print(f"robot_driver: error: {exc}", flush=True)
+            raise SystemExit(2) from None
+
+    return run_node(factory, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

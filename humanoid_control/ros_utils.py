@@ -1,0 +1,85 @@
+"""Small rclpy helpers shared by the node adapters (Humble, Jazzy and Kilted compatible)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+
+def make_executor() -> Any:
+    """A SingleThreadedExecutor; ``HUMANOID_EXECUTOR=events`` selects ``rclpy.experimental.EventsExecutor``.
+
+    EventsExecutor has lower latency, but on Kilted (rclpy 9.1) it neither returns when the context is shut down
+    from another thread nor reacts to SIGINT afterwards, so it is opt-in.
+    """
+    import os
+
+    try:
+        if os.environ.get("HUMANOID_EXECUTOR", "single") != "events":
+            raise ImportError
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor()
+    except (ImportError, AttributeError):
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor()
+
+
+def to_time_msg(seconds: float) -> Any:
+    """``builtin_interfaces/Time`` from seconds."""
+    from builtin_interfaces.msg import Time
+
+    sec = math.floor(seconds)
+    return Time(sec=int(sec), nanosec=min(999_999_999, int(round((seconds - sec) * 1e9))))
+
+
+def from_time_msg(stamp: Any) -> float:
+    """Seconds from a ``builtin_interfaces/Time``."""
+    return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+
+
+def declare(node: Any, name: str, default: Any, description: str, low: float | None = None,
+            high: float | None = None, read_only: bool = False) -> Any:
+    """Declare a parameter with a descriptor (and a range for numbers, so bad values are refused); return it."""
+    desc = ParameterDescriptor(description=description, read_only=read_only)
+    if low is not None and high is not None:
+        if isinstance(default, bool):
+            pass
+        elif isinstance(default, int):
+            desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
+        elif isinstance(default, float):
+            desc.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+    return node.declare_parameter(name, default, desc).value
+
+
+def run_node(factory: Callable[[], Any], args: list[str] | None = None) -> int:
+    """Init rclpy, build the node, spin it until SIGINT/shutdown, clean up. Returns an exit code."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    rclpy.init(args=sys.argv if args is None else args)
+    node = None
+    code = 0
+    try:
+        node = factory()
+        executor = make_executor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        if node is not None:
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
