@@ -219,12 +219,12 @@ class RobotDriverNode(Node):
                             break
                         self.command_arrived.wait(remaining)
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
-                mode = self.core.mode
+                mode, reason = self.core.mode, self.core.mode_reason
             self.backend.write(command)
             self.backend.advance(self.period)
             self.stats.record_sim_time(self.backend_time())
             if mode != self._last_mode:
-                self._publish_mode()
+                self._publish_mode(mode, reason)
             now = time.perf_counter()
             if now - last_diag >= 1.0 or mode != self._last_mode:
                 self._publish_diagnostics()
@@ -289,10 +289,10 @@ class RobotDriverNode(Node):
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench.torque.tolist()
             self.pub_contacts[side].publish(w)
 
-    def _publish_mode(self) -> None:
-        self.pub_mode.publish(String(data=self.core.mode.value))
-        level = "error" if self.core.mode == DriverMode.DAMPING else "info"
-        getattr(self.get_logger(), level)(f"mode -> {self.core.mode.value} ({self.core.mode_reason})")
+    def _publish_mode(self, mode: DriverMode, reason: str) -> None:
+        self.pub_mode.publish(String(data=mode.value))
+        level = "error" if mode == DriverMode.DAMPING else "info"
+        getattr(self.get_logger(), level)(f"mode -> {mode.value} ({reason})")
 
     def _publish_diagnostics(self) -> None:
         with self.lock:

@@ -54,7 +54,21 @@ def declare(node: Any, name: str, default: Any, description: str, low: float | N
             desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
         elif isinstance(default, float):
             desc.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+    if isinstance(default, float):
+        _coerce_integer_override(node, name)
     return node.declare_parameter(name, default, desc).value
+
+
+def _coerce_integer_override(node: Any, name: str) -> None:
+    """Accept ``name:=6`` for a float parameter (launch files and CLIs often omit the ``.0``)."""
+    from rclpy.parameter import Parameter
+
+    overrides = getattr(node, "_parameter_overrides", None)
+    if not isinstance(overrides, dict) or name not in overrides:
+        return
+    value = overrides[name]
+    if value.type_ == Parameter.Type.INTEGER:
+        overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(value.value))
 
 
 def run_node(factory: Callable[[], Any], args: list[str] | None = None) -> int:

@@ -1,0 +1,161 @@
+"""``humanoid-demo``: headless simulation demo; brings the G1 up through the launch file and reports.
+
+Runs ``humanoid-launch launch/sim.launch.yaml`` (robot driver on MuJoCo, robot description, joint hold
+controller) in lockstep, each node in its own process, records the graph from a probe node, and writes to
+``--out`` (default ``results/demo``):
+
+- ``summary.json``: figures (base height vs nominal, driver modes, loop statistics, contact forces, ...);
+- ``base_height.png``, ``contact_forces.png``: plots;
+- ``robot.png``: a rendered picture of the robot at the end of the run.
+
+The last line of stdout is the summary as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# rendering must pick its OpenGL platform before mujoco is imported anywhere in this process
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot: str) -> dict[str, Any]:
+    """Bring the robot up, hold it standing for ``hold_s`` seconds after the boot ramp, and report."""
+    from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+
+    config = load_robot_config(robot)
+    nominal = standing_base_height(config, load_pinocchio_model(config), config.array("default"))
+    ramp_s, settle_s = 2.0, 0.5
+    total = ramp_s + settle_s + hold_s
+    isolated_ros_env(out / "logs")
+    probe = GraphProbe()
+    graph = LaunchedGraph(
+        {"robot": robot, "clock": clock, "controller": controller, "sim_duration_s": f"{total:.3f}"},
+        out / "logs" / "launch.log",
+    ).start()
+    wall0 = time.monotonic()
+    try:
+        code = graph.wait(timeout=60.0 + 20.0 * total)
+        if code is None:
+            raise RuntimeError("the simulation did not finish in time; see " + str(out / "logs" / "launch.log"))
+        probe.wait_for(lambda d: bool(d.truth_t) and d.truth_t[-1] >= total - 0.01, timeout=5.0)
+    finally:
+        wall = time.monotonic() - wall0
+        graph.stop()
+        probe.close()
+    d = probe.data
+    if not d.truth_t:
+        raise RuntimeError("no /sim/ground_truth received; see " + str(out / "logs" / "launch.log"))
+    t = np.array(d.truth_t)
+    z = np.array([p[2] for p in d.truth_pos])
+    settled = t >= ramp_s + settle_s
+    err = z[settled] - nominal
+    diag = d.diagnostics[-1] if d.diagnostics else {}
+    contact = {s: np.array(v) for s, v in d.contact_fz.items()}
+    summary: dict[str, Any] = {
+        "robot": config.name,
+        "clock": clock,
+        "controller": controller,
+        "sim_time_s": float(t[-1]),
+        "wall_time_s": wall,
+        "hold_duration_s": float(t[settled][-1] - t[settled][0]) if settled.any() else 0.0,
+        "base_height_nominal_m": nominal,
+        "base_height_mean_m": float(z[settled].mean()) if settled.any() else None,
+        "base_height_max_abs_err_m": float(np.abs(err).max()) if settled.any() else None,
+        "stood": bool(settled.any() and np.abs(err).max() <= 0.02),
+        "fell": bool(z.min() < config.simulation.fall_height),
+        "driver_modes": d.modes,
+        "final_mode": diag.get("mode"),
+        "commands_accepted": int(diag.get("commands_accepted", 0)),
+        "lockstep_timeouts": int(diag.get("lockstep_timeouts", 0)),
+        "loop_realtime_factor": float(diag.get("realtime_factor", 0.0)),
+        "contact_fz_mean_N": {s: float(v[:, 1][v[:, 0] >= ramp_s + 0.5].mean()) for s, v in contact.items()
+                              if len(v) and (v[:, 0] >= ramp_s + 0.5).any()},
+        "weight_N": None,
+        "joint_names_match_description": _names_match(d.joint_names, d.robot_description),
+        "samples": len(t),
+    }
+    from humanoid_control.robot_model import load_mujoco_model
+
+    summary["weight_N"] = float(load_mujoco_model(config, scene=False).model.body_subtreemass[1] * 9.81)
+    _plots(out, t, z, nominal, ramp_s, contact)
+    from humanoid_bringup.render import qpos_from_state, render_robot
+
+    qpos = qpos_from_state(config, np.array(d.truth_pos[-1]), np.array(d.truth_quat_wxyz[-1]),
+                           d.joint_names, np.array(d.joint_q[-1]))
+    render_robot(config, qpos, out / "robot.png")
+    summary["pictures"] = ["robot.png", "base_height.png", "contact_forces.png"]
+    return summary
+
+
+def _names_match(names: list[str], urdf: str | None) -> bool | None:
+    if urdf is None or not names:
+        return None
+    import xml.etree.ElementTree as ET
+
+    joints = {j.get("name") for j in ET.fromstring(urdf).iter("joint") if j.get("type") in ("revolute", "continuous")}
+    return set(names) == joints
+
+
+def _plots(out: Path, t: np.ndarray, z: np.ndarray, nominal: float, ramp_s: float,
+           contact: dict[str, np.ndarray]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(t, z, label="base height (ground truth)")
+    ax.axhline(nominal, color="k", ls="--", lw=1, label=f"nominal {nominal:.3f} m")
+    ax.fill_between([t[0], t[-1]], nominal - 0.02, nominal + 0.02, color="g", alpha=0.15, label="+-2 cm")
+    ax.axvline(ramp_s, color="gray", ls=":", label="end of boot ramp")
+    ax.set_xlabel("sim time (s)")
+    ax.set_ylabel("m")
+    ax.set_title("G1 boot ramp and standing hold (lockstep, separate ROS 2 processes)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / "base_height.png", dpi=100)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for side, v in contact.items():
+        if len(v):
+            ax.plot(v[:, 0], v[:, 1], label=f"{side} sole normal force")
+    ax.set_xlabel("sim time (s)")
+    ax.set_ylabel("N")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "contact_forces.png", dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; print the summary JSON as the last line."""
+    parser = argparse.ArgumentParser(prog="humanoid-demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="results/demo", help="result folder (default results/demo)")
+    parser.add_argument("--hold", type=float, default=10.0, help="standing time after the boot ramp (s)")
+    parser.add_argument("--clock", default="lockstep", choices=["lockstep", "realtime"])
+    parser.add_argument("--controller", default="joint_hold", choices=["none", "joint_hold"])
+    parser.add_argument("--robot", default="g1")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"stand": run_stand_demo(out, args.hold, args.clock, args.controller, args.robot)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"results written to {out.resolve()}", file=sys.stderr)
+    print(json.dumps(summary))
+    return 0 if summary["stand"]["stood"] and not summary["stand"]["fell"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

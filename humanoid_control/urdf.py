@@ -1,0 +1,51 @@
+"""The URDF served on ``/robot_description``: the robot's URDF with limits and mesh paths made consistent.
+
+The configuration is the single source of truth for limits, so position, velocity and effort limits of every
+configured joint are written from it (the G1 URDF of example-robot-data lists 35 N m for the ankles where the
+MuJoCo model and the driver use 50 N m). ``package://`` mesh URIs are kept (``mesh_uris="package"``, for a
+full ROS 2 install where the package is in the ament index) or rewritten to ``file://`` absolute paths
+(``mesh_uris="file"``, which rviz2 on the same machine reads without the package being registered).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from humanoid_control.robot_config import ConfigError, RobotConfig
+
+MESH_URI_MODES = ("file", "package")
+
+
+def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
+    """URDF text for ``/robot_description`` (see module docstring)."""
+    if mesh_uris not in MESH_URI_MODES:
+        raise ConfigError(f"mesh_uris must be one of {MESH_URI_MODES}, not '{mesh_uris}'")
+    path = config.resolve_urdf()
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ConfigError(f"malformed URDF {path}: {exc}") from None
+    joints = {j.name: j for j in config.joints}
+    seen = set()
+    for joint in root.iter("joint"):
+        spec = joints.get(joint.get("name", ""))
+        if spec is None:
+            continue
+        seen.add(spec.name)
+        limit = joint.find("limit")
+        if limit is None:
+            limit = ET.SubElement(joint, "limit")
+        limit.set("lower", f"{spec.lower:.9g}")
+        limit.set("upper", f"{spec.upper:.9g}")
+        limit.set("velocity", f"{spec.velocity:.9g}")
+        limit.set("effort", f"{spec.effort:.9g}")
+    missing = [n for n in config.joint_names if n not in seen]
+    if missing:
+        raise ConfigError(f"URDF {path} lacks configured joints {missing}")
+    if mesh_uris == "file":
+        for mesh in root.iter("mesh"):
+            uri = mesh.get("filename", "")
+            if uri.startswith("package://"):
+                package, _, rel = uri[len("package://"):].partition("/")
+                mesh.set("filename", (config.resolve_urdf_package(package) / rel).resolve().as_uri())
+    return ET.tostring(root, encoding="unicode")
