@@ -1,0 +1,155 @@
+"""Driver safety core: command validation, modes, watchdog, e-stop, clamping (no ROS, no physics)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from humanoid_control.driver_core import (
+    CommandError,
+    DriverCore,
+    DriverMode,
+    DriverSettings,
+    JointCommand,
+    LowLevelCommand,
+    validate_command,
+)
+from humanoid_control.robot_config import ConfigError, load_robot_config
+
+CONFIG = load_robot_config("g1")
+NAMES = CONFIG.joint_names
+N = len(NAMES)
+
+
+def _core(**kw: float) -> DriverCore:
+    settings = DriverSettings(rate_hz=500.0, watchdog_ticks=10, ramp_duration=0.1, **kw)  # type: ignore[arg-type]
+    return DriverCore(CONFIG, settings)
+
+
+def _to_hold(core: DriverCore) -> None:
+    q = np.zeros(N)
+    while core.mode == DriverMode.RAMP:
+        core.update(q, np.zeros(N))
+
+
+def _cmd(q: np.ndarray | None = None) -> JointCommand:
+    return JointCommand(CONFIG.array("default") if q is None else q, np.zeros(N), np.zeros(N))
+
+
+def test_validate_reorders_and_fills_missing_fields() -> None:
+    perm = list(reversed(NAMES))
+    values = np.arange(N, dtype=float) * 0.01
+    cmd = validate_command(CONFIG, perm, values, [], [], stamp=1.5)
+    assert cmd.q[NAMES.index(perm[0])] == 0.0 and cmd.q[NAMES.index(perm[5])] == pytest.approx(0.05)
+    assert np.all(cmd.dq == 0) and np.all(cmd.tau_ff == 0) and cmd.stamp == 1.5
+
+
+@pytest.mark.parametrize(
+    ("names", "position", "match"),
+    [
+        (NAMES, [0.0] * (N - 1), "wrong length: position has 28 values for 29 names"),
+        (NAMES, [math.nan] + [0.0] * (N - 1), "non-finite position for joints \\['left_hip_pitch_joint'\\]"),
+        (NAMES, [math.inf] * N, "non-finite position"),
+        ([*NAMES[:-1], "tail_joint"], [0.0] * N, "unknown joint names \\['tail_joint'\\]"),
+        (NAMES[:-1], [0.0] * (N - 1), "missing joints \\['right_wrist_yaw_joint'\\]"),
+        ([*NAMES, NAMES[0]], [0.0] * (N + 1), "duplicate joint names"),
+    ],
+)
+def test_validate_refuses_bad_commands(names: list[str], position: list[float], match: str) -> None:
+    with pytest.raises(CommandError, match=match):
+        validate_command(CONFIG, names, position, [], [])
+
+
+def test_boot_ramp_reaches_default_then_hold_then_active() -> None:
+    core = _core()
+    assert core.mode == DriverMode.RAMP
+    assert not core.submit(_cmd())  # ignored during the ramp
+    q0 = np.zeros(N)
+    first = core.update(q0, np.zeros(N))
+    np.testing.assert_allclose(first.q, q0)  # ramp starts at the measured pose
+    _to_hold(core)
+    hold = core.update(q0, np.zeros(N))
+    np.testing.assert_allclose(hold.q, CONFIG.array("default"))
+    np.testing.assert_allclose(hold.kp, CONFIG.gain_profile("stand").kp)
+    assert core.submit(_cmd()) and core.mode == DriverMode.ACTIVE
+
+
+def test_watchdog_trips_after_configured_ticks_and_latches() -> None:
+    core = _core()
+    _to_hold(core)
+    core.submit(_cmd())
+    submitted_at = core.last_command_tick
+    q = np.zeros(N)
+    while core.mode == DriverMode.ACTIVE:
+        core.update(q, np.zeros(N))
+    assert core.mode == DriverMode.DAMPING and "watchdog" in core.mode_reason
+    assert core.mode_entered_tick - submitted_at == core.settings.watchdog_ticks + 1
+    # damping: kp = 0, tau_ff = 0, kd kept
+    cmd = core.update(q, np.ones(N))
+    assert np.all(cmd.kp == 0) and np.all(cmd.tau_ff == 0)
+    np.testing.assert_allclose(cmd.kd, CONFIG.gain_profile("stand").kd)
+    tau = cmd.torque(q, np.ones(N), CONFIG.array("effort"))
+    np.testing.assert_allclose(tau, -CONFIG.gain_profile("stand").kd)
+    # latched: new commands are ignored
+    assert not core.submit(_cmd()) and core.mode == DriverMode.DAMPING
+
+
+def test_estop_latches_until_reset() -> None:
+    core = _core()
+    _to_hold(core)
+    core.submit(_cmd())
+    core.estop()
+    for _ in range(100):
+        core.update(np.zeros(N), np.zeros(N))
+        assert not core.submit(_cmd())
+    assert core.mode == DriverMode.DAMPING
+    core.reset(np.zeros(N))
+    assert core.mode == DriverMode.RAMP
+    _to_hold(core)
+    assert core.mode == DriverMode.HOLD
+
+
+def test_targets_and_torques_are_clamped() -> None:
+    core = _core()
+    _to_hold(core)
+    q = CONFIG.array("upper") + 1.0
+    core.submit(JointCommand(q, np.full(N, 1e3), np.full(N, 1e3)))
+    cmd = core.update(np.zeros(N), np.zeros(N))
+    np.testing.assert_allclose(cmd.q, CONFIG.array("upper"))
+    np.testing.assert_allclose(cmd.dq, CONFIG.array("velocity"))
+    np.testing.assert_allclose(cmd.tau_ff, CONFIG.array("effort"))
+    assert core.counters.clamped_targets == 1
+    tau = cmd.torque(np.zeros(N), np.zeros(N), CONFIG.array("effort"))
+    assert np.all(np.abs(tau) <= CONFIG.array("effort") + 1e-12)
+
+
+def test_faults_nan_state_and_fall() -> None:
+    core = _core()
+    _to_hold(core)
+    q = np.zeros(N)
+    q[3] = math.nan
+    cmd = core.update(q, np.zeros(N))
+    assert core.mode == DriverMode.DAMPING and "non-finite" in core.mode_reason
+    assert np.all(np.isfinite(cmd.q)) and np.all(cmd.kp == 0)
+    core = _core()
+    _to_hold(core)
+    core.update(np.zeros(N), np.zeros(N), base_tilt=math.radians(80))
+    assert core.mode == DriverMode.DAMPING and "fall" in core.mode_reason
+
+
+def test_command_profile_selection() -> None:
+    core = _core()
+    core.set_command_profile("low")
+    _to_hold(core)
+    core.submit(_cmd())
+    cmd = core.update(np.zeros(N), np.zeros(N))
+    np.testing.assert_allclose(cmd.kp, CONFIG.gain_profile("low").kp)
+    with pytest.raises(ConfigError):
+        core.set_command_profile("nope")
+
+
+def test_low_level_law() -> None:
+    c = LowLevelCommand(np.ones(2), np.zeros(2), np.array([10.0, 10.0]), np.array([1.0, 1.0]), np.array([0.5, 0]))
+    np.testing.assert_allclose(c.torque(np.zeros(2), np.array([1.0, 0.0]), np.array([100.0, 5.0])), [9.5, 5.0])
