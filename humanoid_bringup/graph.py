@@ -150,7 +150,8 @@ class GraphProbe:
         self.node.create_subscription(Odometry, "/sim/ground_truth", self._on_truth, reliable)
         self.node.create_subscription(JointState, "/joint_states", self._on_joints, reliable)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
-        self.node.create_subscription(String, "/robot_driver/mode", self._on_mode, self.latched)
+        self.node.create_subscription(String, "/robot_driver/mode", self._on_mode, QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         for side in ("left", "right"):
             self.data.contact_fz[side] = []
             self.node.create_subscription(

@@ -106,7 +106,9 @@ class RobotDriverNode(Node):
         self.pub_joints = self.create_publisher(JointState, "/joint_states", reliable)
         self.pub_imu = self.create_publisher(Imu, "/imu/data", reliable)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.pub_mode = self.create_publisher(String, "~/mode", latched)
+        # depth 10: fast transitions (ramp -> damping) all reach subscribers; the last message is the current mode
+        self.pub_mode = self.create_publisher(String, "~/mode", QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         if self.backend.simulated:
             self.pub_clock = self.create_publisher(Clock, "/clock", 10)
             self.pub_truth = self.create_publisher(Odometry, "/sim/ground_truth", reliable)
@@ -176,6 +178,14 @@ class RobotDriverNode(Node):
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:
         state = self.backend_state
+        if state is not None and self.settings.fall_tilt > 0:
+            tilt = tilt_from_quat(state.imu_quat)
+            if tilt > self.settings.fall_tilt:
+                resp.success = False
+                resp.message = (f"refused: the robot is down (base tilt {math.degrees(tilt):.0f} deg > "
+                                f"{math.degrees(self.settings.fall_tilt):.0f}); put it upright first")
+                self.get_logger().warning(f"reset {resp.message}")
+                return resp
         with self.lock:
             self.core.reset(None if state is None else state.q)
             self.latest_command_stamp = -math.inf
@@ -185,11 +195,13 @@ class RobotDriverNode(Node):
 
     # ------------------------------------------------------------------ loop
     backend_state = None
+    exit_code = 0
 
     def _loop(self) -> None:
         try:
             self._run_loop()
         except Exception as exc:  # noqa: BLE001 - report and stop: a dead loop must not look alive
+            self.exit_code = 1
             if rclpy.ok(context=self.context):
                 self.get_logger().fatal(f"real-time loop died: {exc!r}")
                 self.context.try_shutdown()
@@ -291,8 +303,10 @@ class RobotDriverNode(Node):
 
     def _publish_mode(self, mode: DriverMode, reason: str) -> None:
         self.pub_mode.publish(String(data=mode.value))
-        level = "error" if mode == DriverMode.DAMPING else "info"
-        getattr(self.get_logger(), level)(f"mode -> {mode.value} ({reason})")
+        if mode == DriverMode.DAMPING:
+            self.get_logger().error(f"mode -> {mode.value} ({reason})")
+        else:
+            self.get_logger().info(f"mode -> {mode.value} ({reason})")
 
     def _publish_diagnostics(self) -> None:
         with self.lock:

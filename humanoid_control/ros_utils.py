@@ -90,6 +90,7 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None) -> int:
         code = int(exc.code or 0)
     finally:
         if node is not None:
+            code = code or int(getattr(node, "exit_code", 0))
             close = getattr(node, "close", None)
             if close is not None:
                 close()
