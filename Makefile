@@ -1,0 +1,43 @@
+# Two commands do everything on a fresh machine (Python 3.11, pip, apt):
+#   make demo   - headless simulation demo, results in results/demo/
+#   make test   - the whole test suite (CI runs this through .ci/run)
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.setup-done
+
+.PHONY: setup demo test test-fast bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt setup.py package.xml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { $(PYTHON) -m pip install --user -q virtualenv && $(PYTHON) -m virtualenv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+	$(PY) -m pip install -q -r requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
+	$(PY) -m pip install -q --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
+	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control" \
+		|| { echo "setup: the Python environment is incomplete"; exit 1; }
+	@# headless rendering needs an OpenGL library (EGL, else OSMesa)
+	@ldconfig -p | grep -qE "libEGL.so.1|libOSMesa.so" || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libegl1 libgl1 libosmesa6 >/dev/null; }
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/humanoid-demo --out results/demo
+
+test: setup
+	$(PY) -m pytest -q test
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" test
+
+bench: setup
+	$(VENV)/bin/humanoid-bench driver
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) results build install log .pytest_cache
