@@ -26,7 +26,9 @@ def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph
 
     probe = GraphProbe(subscribe_description=False, name="bench_probe")
-    graph = LaunchedGraph(arguments, log_dir / f"launch_{arguments['clock']}_{arguments['controller']}.log").start()
+    graph = LaunchedGraph(
+        arguments, log_dir / f"launch_{arguments['clock']}_{arguments['controller']}.log"
+    ).start()
     try:
         code = graph.wait(timeout)
         if code is None:
@@ -51,12 +53,31 @@ def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[s
     log_dir = Path(tempfile.mkdtemp(prefix="humanoid_bench_"))
     isolated_ros_env(log_dir)
     # realtime: the driver holds the robot (boot ramp + hold), nothing else running
-    rt = _run_graph({"clock": "realtime", "controller": "none", "rate_hz": f"{rate}",
-                     "sim_duration_s": f"{seconds}"}, log_dir, timeout=seconds * 3 + 60)
-    ls = _run_graph({"clock": "lockstep", "controller": "joint_hold", "rate_hz": f"{rate}",
-                     "sim_duration_s": f"{lockstep_seconds}"}, log_dir, timeout=lockstep_seconds * 20 + 60)
-    alone = _run_graph({"clock": "lockstep", "controller": "none", "rate_hz": f"{rate}",
-                        "sim_duration_s": f"{lockstep_seconds}"}, log_dir, timeout=lockstep_seconds * 20 + 60)
+    rt = _run_graph(
+        {"clock": "realtime", "controller": "none", "rate_hz": f"{rate}", "sim_duration_s": f"{seconds}"},
+        log_dir,
+        timeout=seconds * 3 + 60,
+    )
+    ls = _run_graph(
+        {
+            "clock": "lockstep",
+            "controller": "joint_hold",
+            "rate_hz": f"{rate}",
+            "sim_duration_s": f"{lockstep_seconds}",
+        },
+        log_dir,
+        timeout=lockstep_seconds * 20 + 60,
+    )
+    alone = _run_graph(
+        {
+            "clock": "lockstep",
+            "controller": "none",
+            "rate_hz": f"{rate}",
+            "sim_duration_s": f"{lockstep_seconds}",
+        },
+        log_dir,
+        timeout=lockstep_seconds * 20 + 60,
+    )
     return {
         "benchmark": "driver",
         "robot": "g1",
@@ -81,8 +102,9 @@ def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[s
 
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print its JSON object as the last line of stdout."""
-    parser = argparse.ArgumentParser(prog="humanoid-bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="humanoid-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="benchmark", required=True)
     drv = sub.add_parser("driver", help="real-time loop rate/jitter/overruns and lockstep real-time factor")
     drv.add_argument("--seconds", type=float, default=30.0, help="realtime run length (s, default 30)")

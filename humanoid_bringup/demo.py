@@ -47,7 +47,9 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
     try:
         code = graph.wait(timeout=60.0 + 20.0 * total)
         if code is None:
-            raise RuntimeError("the simulation did not finish in time; see " + str(out / "logs" / "launch.log"))
+            raise RuntimeError(
+                "the simulation did not finish in time; see " + str(out / "logs" / "launch.log")
+            )
         probe.wait_for(lambda d: bool(d.truth_t) and d.truth_t[-1] >= total - 0.01, timeout=5.0)
     finally:
         wall = time.monotonic() - wall0
@@ -79,8 +81,11 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
         "commands_accepted": int(diag.get("commands_accepted", 0)),
         "lockstep_timeouts": int(diag.get("lockstep_timeouts", 0)),
         "loop_realtime_factor": float(diag.get("realtime_factor", 0.0)),
-        "contact_fz_mean_N": {s: float(v[:, 1][v[:, 0] >= ramp_s + 0.5].mean()) for s, v in contact.items()
-                              if len(v) and (v[:, 0] >= ramp_s + 0.5).any()},
+        "contact_fz_mean_N": {
+            s: float(v[:, 1][v[:, 0] >= ramp_s + 0.5].mean())
+            for s, v in contact.items()
+            if len(v) and (v[:, 0] >= ramp_s + 0.5).any()
+        },
         "weight_N": None,
         "joint_names_match_description": _names_match(d.joint_names, d.robot_description),
         "samples": len(t),
@@ -91,8 +96,13 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
     _plots(out, t, z, nominal, ramp_s, contact)
     from humanoid_bringup.render import qpos_from_state, render_robot
 
-    qpos = qpos_from_state(config, np.array(d.truth_pos[-1]), np.array(d.truth_quat_wxyz[-1]),
-                           d.joint_names, np.array(d.joint_q[-1]))
+    qpos = qpos_from_state(
+        config,
+        np.array(d.truth_pos[-1]),
+        np.array(d.truth_quat_wxyz[-1]),
+        d.joint_names,
+        np.array(d.joint_q[-1]),
+    )
     render_robot(config, qpos, out / "robot.png")
     summary["pictures"] = ["robot.png", "base_height.png", "contact_forces.png"]
     return summary
@@ -103,12 +113,17 @@ def _names_match(names: list[str], urdf: str | None) -> bool | None:
         return None
     import xml.etree.ElementTree as ET
 
-    joints = {j.get("name") for j in ET.fromstring(urdf).iter("joint") if j.get("type") in ("revolute", "continuous")}
+    joints = {
+        j.get("name")
+        for j in ET.fromstring(urdf).iter("joint")
+        if j.get("type") in ("revolute", "continuous")
+    }
     return set(names) == joints
 
 
-def _plots(out: Path, t: np.ndarray, z: np.ndarray, nominal: float, ramp_s: float,
-           contact: dict[str, np.ndarray]) -> None:
+def _plots(
+    out: Path, t: np.ndarray, z: np.ndarray, nominal: float, ramp_s: float, contact: dict[str, np.ndarray]
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,8 +155,9 @@ def _plots(out: Path, t: np.ndarray, z: np.ndarray, nominal: float, ramp_s: floa
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; print the summary JSON as the last line."""
-    parser = argparse.ArgumentParser(prog="humanoid-demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="humanoid-demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default="results/demo", help="result folder (default results/demo)")
     parser.add_argument("--hold", type=float, default=10.0, help="standing time after the boot ramp (s)")
     parser.add_argument("--clock", default="lockstep", choices=["lockstep", "realtime"])

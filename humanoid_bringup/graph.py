@@ -8,6 +8,7 @@ spun in a background thread, that records the driver's topics and can act as a c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -48,7 +49,9 @@ def isolated_ros_env(log_dir: str | Path, domain_id: int | None = None) -> dict[
 class LaunchedGraph:
     """``humanoid-launch FILE name:=value ...`` in a subprocess; output to ``log_path``."""
 
-    def __init__(self, arguments: dict[str, str], log_path: str | Path, launch_file: str | Path | None = None):
+    def __init__(
+        self, arguments: dict[str, str], log_path: str | Path, launch_file: str | Path | None = None
+    ):
         self.launch_file = Path(launch_file) if launch_file else default_launch_file()
         self.arguments = arguments
         self.log_path = Path(log_path)
@@ -59,7 +62,9 @@ class LaunchedGraph:
         cmd = [sys.executable, "-m", "humanoid_bringup.launch_runner", str(self.launch_file)]
         cmd += [f"{k}:={v}" for k, v in self.arguments.items()]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy())
+        self.process = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy()
+        )
         return self
 
     def running(self) -> bool:
@@ -125,8 +130,12 @@ class GraphProbe:
         subscribe_description: also subscribe ``/robot_description`` (transient_local).
     """
 
-    def __init__(self, controller: Callable[[Any], Any] | None = None, subscribe_description: bool = True,
-                 name: str = "graph_probe") -> None:
+    def __init__(
+        self,
+        controller: Callable[[Any], Any] | None = None,
+        subscribe_description: bool = True,
+        name: str = "graph_probe",
+    ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import WrenchStamped
@@ -143,20 +152,28 @@ class GraphProbe:
         self.lock = threading.Lock()
         self.controller = controller
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        self.latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.cmd_pub = self.node.create_publisher(JointState, "/joint_commands", QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.cmd_pub = self.node.create_publisher(
+            JointState, "/joint_commands", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        )
         self.node.create_subscription(Odometry, "/sim/ground_truth", self._on_truth, reliable)
         self.node.create_subscription(JointState, "/joint_states", self._on_joints, reliable)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
-        self.node.create_subscription(String, "/robot_driver/mode", self._on_mode, QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.node.create_subscription(
+            String,
+            "/robot_driver/mode",
+            self._on_mode,
+            QoSProfile(
+                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
         for side in ("left", "right"):
             self.data.contact_fz[side] = []
             self.node.create_subscription(
-                WrenchStamped, f"/sim/contacts/{side}",
-                lambda m, s=side: self._on_contact(s, m), reliable)
+                WrenchStamped, f"/sim/contacts/{side}", lambda m, s=side: self._on_contact(s, m), reliable
+            )
         if subscribe_description:
             self.subscribe_description()
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -171,10 +188,8 @@ class GraphProbe:
         self.node.create_subscription(String, "/robot_description", self._on_description, self.latched)
 
     def _spin(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.executor.spin()
-        except Exception:  # noqa: BLE001 - context shut down
-            pass
 
     # ------------------------------------------------------------------ callbacks
     def _on_truth(self, msg: Any) -> None:
@@ -185,8 +200,9 @@ class GraphProbe:
             self.data.truth_t.append(t)
             self.data.truth_pos.append([p.x, p.y, p.z])
             self.data.truth_quat_wxyz.append([o.w, o.x, o.y, o.z])
-            self.data.truth_twist.append([tw.linear.x, tw.linear.y, tw.linear.z,
-                                          tw.angular.x, tw.angular.y, tw.angular.z])
+            self.data.truth_twist.append(
+                [tw.linear.x, tw.linear.y, tw.linear.z, tw.angular.x, tw.angular.y, tw.angular.z]
+            )
 
     def _on_joints(self, msg: Any) -> None:
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec

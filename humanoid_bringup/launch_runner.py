@@ -18,6 +18,7 @@ parameter files; :func:`run` starts and supervises the processes; :func:`main` i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import math
 import os
@@ -96,8 +97,21 @@ _ALLOWED_KEYS: dict[str, frozenset[str]] = {
     "let": frozenset({"name", "value"}) | _CONDITION_KEYS,
     "node": frozenset(
         {
-            "pkg", "exec", "name", "namespace", "exec_name", "output", "on_exit", "respawn", "args",
-            "ros_args", "param", "remap", "env", "cwd", "launch-prefix",
+            "pkg",
+            "exec",
+            "name",
+            "namespace",
+            "exec_name",
+            "output",
+            "on_exit",
+            "respawn",
+            "args",
+            "ros_args",
+            "param",
+            "remap",
+            "env",
+            "cwd",
+            "launch-prefix",
         }
     )
     | _CONDITION_KEYS
@@ -118,11 +132,32 @@ _IDENTIFIER_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _LAUNCH_ARG_RE = re.compile(r"^([^\s:=]+):=(.*)$", re.DOTALL)
 
 _SAFE_BUILTINS: dict[str, Any] = {
-    "abs": abs, "all": all, "any": any, "bool": bool, "dict": dict, "divmod": divmod,
-    "enumerate": enumerate, "float": float, "int": int, "len": len, "list": list, "max": max,
-    "min": min, "pow": pow, "range": range, "reversed": reversed, "round": round, "set": set,
-    "sorted": sorted, "str": str, "sum": sum, "tuple": tuple, "zip": zip,
-    "True": True, "False": False, "None": None,
+    "abs": abs,
+    "all": all,
+    "any": any,
+    "bool": bool,
+    "dict": dict,
+    "divmod": divmod,
+    "enumerate": enumerate,
+    "float": float,
+    "int": int,
+    "len": len,
+    "list": list,
+    "max": max,
+    "min": min,
+    "pow": pow,
+    "range": range,
+    "reversed": reversed,
+    "round": round,
+    "set": set,
+    "sorted": sorted,
+    "str": str,
+    "sum": sum,
+    "tuple": tuple,
+    "zip": zip,
+    "True": True,
+    "False": False,
+    "None": None,
 }
 
 
@@ -469,9 +504,11 @@ def _resolve_node_executable(package: str | None, executable: str, where: str) -
         searched.append(str(candidate))
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return [str(candidate)]
-    hint = f"console script '{executable}' of the installed '{OWN_PACKAGE}' distribution and " if (
-        package == OWN_PACKAGE
-    ) else ""
+    hint = (
+        f"console script '{executable}' of the installed '{OWN_PACKAGE}' distribution and "
+        if (package == OWN_PACKAGE)
+        else ""
+    )
     raise LaunchError(
         f"{where}: executable '{executable}' of package '{package}' not found (looked for the {hint}"
         f"{', '.join(searched)}). The package is probably not installed here: a pip-only ROS 2 has no "
@@ -523,9 +560,7 @@ class _Interpreter:
         return self.eval_nodes(_parse_template(value, where), where)
 
     def eval_nodes(self, nodes: Sequence[_Node], where: str) -> str:
-        return "".join(
-            node.text if isinstance(node, _Text) else self.perform(node, where) for node in nodes
-        )
+        return "".join(node.text if isinstance(node, _Text) else self.perform(node, where) for node in nodes)
 
     def perform(self, sub: _Subst, where: str) -> str:
         name = sub.name
@@ -600,7 +635,9 @@ class _Interpreter:
         try:
             result = eval(expression, {"__builtins__": _SAFE_BUILTINS}, namespace)
         except Exception as exc:
-            raise LaunchError(f"{where}: $(eval) of {expression!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise LaunchError(
+                f"{where}: $(eval) of {expression!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         return str(result)
 
     def _command(self, command: str, on_stderr: str, where: str) -> str:
@@ -634,7 +671,9 @@ class _Interpreter:
                 f"argument to allow it): {result.stderr.strip()}"
             )
         if result.stderr and on_stderr == "warn":
-            print(f"[{RUNNER}] warning: $(command {command}) stderr: {result.stderr.strip()}", file=sys.stderr)
+            print(
+                f"[{RUNNER}] warning: $(command {command}) stderr: {result.stderr.strip()}", file=sys.stderr
+            )
         return result.stdout
 
     def split_cmdline(self, value: str, where: str) -> list[str]:
@@ -977,7 +1016,9 @@ class _Interpreter:
     def inline_param(self, entry: Mapping[str, Any], where: str) -> dict[str, Any]:
         unknown = sorted(set(entry) - {"name", "value", "param"})
         if unknown:
-            raise LaunchError(f"{where}: unexpected key(s) {', '.join(unknown)} (allowed: name, value, param, from)")
+            raise LaunchError(
+                f"{where}: unexpected key(s) {', '.join(unknown)} (allowed: name, value, param, from)"
+            )
         name = self.subst(self.get_str(entry, "name", where, required=True) or "", where)
         if ("value" in entry) == ("param" in entry):
             raise LaunchError(f"{where}: parameter '{name}' needs exactly one of 'value' or nested 'param'")
@@ -1022,7 +1063,9 @@ class _Interpreter:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
         path = Path(self.temp_dir) / f"{safe}_params.yaml"
         with path.open("w", encoding="utf-8") as handle:
-            yaml.safe_dump({key: {"ros__parameters": params}}, handle, default_flow_style=False, sort_keys=False)
+            yaml.safe_dump(
+                {key: {"ros__parameters": params}}, handle, default_flow_style=False, sort_keys=False
+            )
         return str(path)
 
 
@@ -1112,7 +1155,9 @@ def _load_top_level(path: Path) -> list[tuple[str, Any, str]]:
         raise LaunchError(f"{path}: a YAML launch file must be a mapping with a top-level 'launch:' list")
     if len(data) != 1:
         extra = sorted(str(key) for key in data if key != "launch")
-        raise LaunchError(f"{path}: unexpected top-level key(s) {', '.join(extra)} (only 'launch' is allowed)")
+        raise LaunchError(
+            f"{path}: unexpected top-level key(s) {', '.join(extra)} (only 'launch' is allowed)"
+        )
     return _child_entities(data["launch"] or [], "launch", path)
 
 
@@ -1231,7 +1276,9 @@ class _Child:
             self.log = self.log_path.open("wb")
         where = f", output in {self.log_path}" if self.log_path else ""
         out.say(f"process started: {spec.name} [pid {self.popen.pid}]{where}")
-        self.reader = threading.Thread(target=self._relay, args=(out,), name=f"relay-{spec.name}", daemon=True)
+        self.reader = threading.Thread(
+            target=self._relay, args=(out,), name=f"relay-{spec.name}", daemon=True
+        )
         self.reader.start()
 
     def _relay(self, out: _Output) -> None:
@@ -1255,10 +1302,8 @@ class _Child:
         try:
             os.killpg(self.popen.pid, signum)
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.popen.send_signal(signum)
-            except ProcessLookupError:
-                pass
 
     def finish(self) -> None:
         if self.reader is not None:
@@ -1360,7 +1405,8 @@ def run(plan: LaunchPlan, sigterm_timeout: float = 5.0) -> int:
                     if child.reader is not None:
                         child.reader.join(timeout=0.5)
                     out.say(
-                        f"process {child.spec.name} [pid {child.popen.pid}] {_describe_exit(child.returncode)}"
+                        f"process {child.spec.name} [pid {child.popen.pid}] "
+                        f"{_describe_exit(child.returncode)}"
                     )
                 child.reported = True
                 code = child.returncode
@@ -1405,7 +1451,9 @@ def _format_arguments(specs: Sequence[ArgumentSpec]) -> str:
         lines.append(f"        {spec.description or 'no description given'}")
         if spec.choices is not None:
             lines.append(f"        (choices: {', '.join(repr(c) for c in spec.choices)})")
-        lines.append(f"        (default: {spec.default!r})" if spec.default is not None else "        (required)")
+        lines.append(
+            f"        (default: {spec.default!r})" if spec.default is not None else "        (required)"
+        )
         lines.append("")
     return "\n".join(lines).rstrip()
 
@@ -1449,17 +1497,27 @@ def main(argv: list[str] | None = None) -> int:
         description="Run a ROS 2 YAML launch file without launch/launch_ros (subset of ros2 launch).",
         epilog="Example: humanoid-launch humanoid_stack sim.launch.yaml headless:=true",
     )
-    parser.add_argument("-s", "--show-args", action="store_true", help="print the declared arguments and exit")
     parser.add_argument(
-        "-p", "--print", dest="print_only", action="store_true",
+        "-s", "--show-args", action="store_true", help="print the declared arguments and exit"
+    )
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="print_only",
+        action="store_true",
         help="print the resolved process command lines and exit without starting anything",
     )
     parser.add_argument(
-        "--sigterm-timeout", type=float, default=5.0, metavar="SECONDS",
+        "--sigterm-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
         help="seconds to wait after SIGINT before sending SIGTERM (default: 5)",
     )
     parser.add_argument(
-        "targets", nargs="+", metavar="ARG",
+        "targets",
+        nargs="+",
+        metavar="ARG",
         help="a launch file path, or PACKAGE LAUNCH_FILE (found under the package's share/launch/), "
         "followed by launch arguments as name:=value",
     )

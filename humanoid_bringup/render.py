@@ -20,8 +20,16 @@ def _import_mujoco_for_rendering() -> object:
     return mujoco
 
 
-def render_robot(config: RobotConfig, qpos: np.ndarray, path: str | Path, width: int = 640, height: int = 480,
-                 azimuth: float = 140.0, elevation: float = -15.0, distance: float = 2.6) -> Path:
+def render_robot(
+    config: RobotConfig,
+    qpos: np.ndarray,
+    path: str | Path,
+    width: int = 640,
+    height: int = 480,
+    azimuth: float = 140.0,
+    elevation: float = -15.0,
+    distance: float = 2.6,
+) -> Path:
     """Render the robot at MuJoCo ``qpos`` (base wxyz) to a PNG, camera looking at the base.
 
     Shadows and reflections are turned off (10x faster offscreen on CPU). Returns the written path.
@@ -52,17 +60,22 @@ def render_robot(config: RobotConfig, qpos: np.ndarray, path: str | Path, width:
     return path
 
 
-def qpos_from_state(config: RobotConfig, position: np.ndarray, quat_wxyz: np.ndarray,
-                    joint_names: list[str], joint_positions: np.ndarray) -> np.ndarray:
+def qpos_from_state(
+    config: RobotConfig,
+    position: np.ndarray,
+    quat_wxyz: np.ndarray,
+    joint_names: list[str],
+    joint_positions: np.ndarray,
+) -> np.ndarray:
     """MuJoCo qpos from a base pose (world, wxyz) and named joint positions (e.g. recorded ROS messages)."""
     from humanoid_control.robot_model import load_mujoco_model
 
     mj = load_mujoco_model(config, scene=True, torque_actuators=False)
     qpos = np.array(mj.model.qpos0, dtype=float)  # type: ignore[attr-defined]
     b = mj.base_qpos_adr
-    qpos[b:b + 3] = position
-    qpos[b + 3:b + 7] = quat_wxyz
+    qpos[b : b + 3] = position
+    qpos[b + 3 : b + 7] = quat_wxyz
     index = {n: i for i, n in enumerate(config.joint_names)}
-    for name, value in zip(joint_names, joint_positions):
+    for name, value in zip(joint_names, joint_positions, strict=False):
         qpos[mj.qpos_adr[index[name]]] = value
     return qpos

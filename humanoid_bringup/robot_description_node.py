@@ -1,4 +1,7 @@
-"""Publishes the robot's URDF on ``/robot_description`` (std_msgs/String, transient_local: late joiners get it)."""
+"""Publishes the robot's URDF on ``/robot_description``.
+
+(std_msgs/String, transient_local: late joiners get it.)
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ class RobotDescriptionNode(Node):
     def __init__(self) -> None:
         super().__init__("robot_description")
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
-        mesh_uris = declare(self, "mesh_uris", "file", "file (absolute file:// paths) | package (package://)",
-                            read_only=True)
+        mesh_uris = declare(
+            self, "mesh_uris", "file", "file (absolute file:// paths) | package (package://)", read_only=True
+        )
         self.config = load_robot_config(robot)
         self.urdf = robot_description_xml(self.config, mesh_uris)
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        qos = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
         self.publisher = self.create_publisher(String, "/robot_description", qos)
         self.publisher.publish(String(data=self.urdf))
         self.get_logger().info(f"/robot_description: {self.config.name}, {len(self.urdf)} characters")

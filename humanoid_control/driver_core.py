@@ -6,8 +6,8 @@ Each tick the driver turns the latest accepted command into a low-level command 
 
 Modes (``DriverMode``):
 
-- ``ramp``: boot (or reset) - interpolate q* from the pose at the start of the ramp to the default standing pose
-  over ``ramp_duration`` seconds with the ``stand`` gains; then ``hold``. Commands are ignored.
+- ``ramp``: boot (or reset) - interpolate q* from the pose at the start of the ramp to the default standing
+  pose over ``ramp_duration`` seconds with the ``stand`` gains; then ``hold``. Commands are ignored.
 - ``hold``: q* = default pose, ``stand`` gains. A valid command switches to ``active``.
 - ``active``: q*, dq*, tau_ff from the latest command (clamped to the limits) with the command gain profile.
   A command older than ``watchdog_ticks`` ticks puts the driver in ``damping``.
@@ -56,7 +56,10 @@ class JointCommand:
 
 @dataclass
 class LowLevelCommand:
-    """What the backend applies until the next tick: per joint q*, dq*, kp, kd, tau_ff (configuration order)."""
+    """What the backend applies until the next tick.
+
+    Per joint q*, dq*, kp, kd, tau_ff (configuration order).
+    """
 
     q: np.ndarray
     dq: np.ndarray
@@ -241,9 +244,16 @@ class DriverCore:
         """
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and math.isfinite(base_tilt)):
             self.fault("non-finite joint state or IMU")
-        elif self.settings.fall_tilt > 0 and base_tilt > self.settings.fall_tilt and self.mode != DriverMode.DAMPING:
+        elif (
+            self.settings.fall_tilt > 0
+            and base_tilt > self.settings.fall_tilt
+            and self.mode != DriverMode.DAMPING
+        ):
             self.fault(f"fall detected: base tilt {math.degrees(base_tilt):.0f} deg")
-        if self.mode == DriverMode.ACTIVE and self.tick - self.last_command_tick > self.settings.watchdog_ticks:
+        if (
+            self.mode == DriverMode.ACTIVE
+            and self.tick - self.last_command_tick > self.settings.watchdog_ticks
+        ):
             self.counters.watchdog_trips += 1
             self._enter(
                 DriverMode.DAMPING,

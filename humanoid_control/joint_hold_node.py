@@ -24,7 +24,9 @@ class JointHoldNode(Node):
         self.config = load_robot_config(robot)
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub = self.create_publisher(JointState, "/joint_commands", qos)
-        self.command = JointState(name=self.config.joint_names, position=self.config.array("default").tolist())
+        self.command = JointState(
+            name=self.config.joint_names, position=self.config.array("default").tolist()
+        )
         self.create_subscription(JointState, "/joint_states", self._on_state, qos)
 
     def _on_state(self, msg: JointState) -> None:

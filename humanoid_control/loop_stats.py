@@ -10,8 +10,8 @@ import numpy as np
 class LoopStats:
     """Collects per-tick timing of a loop running at ``rate_hz``.
 
-    Jitter is the lateness of each wake-up relative to its absolute deadline (us). A ring buffer keeps the last
-    ``window`` samples for the percentiles; counts are cumulative since start.
+    Jitter is the lateness of each wake-up relative to its absolute deadline (us). A ring buffer keeps the
+    last ``window`` samples for the percentiles; counts are cumulative since start.
     """
 
     def __init__(self, rate_hz: float, window: int = 60_000) -> None:
@@ -45,7 +45,10 @@ class LoopStats:
         return self._n
 
     def summary(self) -> dict[str, float | int]:
-        """``rate_hz`` (achieved), ``jitter_us_median/p99/max``, ``overruns``, ``ticks``, ``realtime_factor``."""
+        """Timing summary.
+
+        ``rate_hz`` (achieved), ``jitter_us_median/p99/max``, ``overruns``, ``ticks``, ``realtime_factor``.
+        """
         n = min(self._n, self._jitter.size)
         jitter = self._jitter[:n] if n else np.zeros(1)
         wall = self._t_last - (self._t_first or self._t_last)

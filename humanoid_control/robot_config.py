@@ -142,7 +142,9 @@ class RobotConfig:
             return self.gain_profiles[name]
         except KeyError:
             known = ", ".join(sorted(self.gain_profiles))
-            raise ConfigError(f"unknown gain profile '{name}' for robot '{self.name}' (known: {known})") from None
+            raise ConfigError(
+                f"unknown gain profile '{name}' for robot '{self.name}' (known: {known})"
+            ) from None
 
     def resolve_mjcf(self) -> Path:
         """Path of the robot MJCF (the file MuJoCo and pinocchio both load)."""
@@ -171,7 +173,7 @@ def _config_dir_candidates() -> list[Path]:
         from ament_index_python.packages import get_package_share_directory
 
         candidates.append(Path(get_package_share_directory("humanoid_stack")) / "config")
-    except Exception:  # noqa: BLE001 - ament index absent or package not registered
+    except Exception:
         pass
     candidates.append(Path(sys.prefix) / "share" / "humanoid_stack" / "config")
     return candidates
@@ -195,7 +197,10 @@ def find_robot_config(robot: str) -> Path:
 
 
 def resolve_sources(sources: tuple[dict[str, str], ...], config_path: Path, what: str) -> Path:
-    """First existing path among ``sources`` (see module docstring); :class:`ConfigError` listing all tried."""
+    """First existing path among ``sources`` (see module docstring).
+
+    Raises :class:`ConfigError` listing all tried.
+    """
     tried: list[str] = []
     for src in sources:
         paths = _candidate_paths(src, config_path)
@@ -223,7 +228,7 @@ def _candidate_paths(src: dict[str, str], config_path: Path) -> list[Path]:
             from ament_index_python.packages import get_package_share_directory
 
             return [Path(get_package_share_directory(src["ament_package"])) / rel]
-        except Exception:  # noqa: BLE001 - no ament index here, or package absent
+        except Exception:
             return []
     if "file" in src:
         return [config_path.parent / src["file"]]

@@ -21,7 +21,6 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
@@ -33,7 +32,13 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from humanoid_control.driver_core import CommandError, DriverCore, DriverMode, DriverSettings, validate_command
+from humanoid_control.driver_core import (
+    CommandError,
+    DriverCore,
+    DriverMode,
+    DriverSettings,
+    validate_command,
+)
 from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.loop_stats import LoopStats
@@ -48,48 +53,90 @@ class RobotDriverNode(Node):
 
     def __init__(self) -> None:
         super().__init__("robot_driver")
-        self.robot_name = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
-        self.hardware = declare(self, "hardware", "mujoco", f"backend: {', '.join(sorted(BACKENDS))}",
-                                read_only=True)
+        self.robot_name = declare(
+            self, "robot", "g1", "robot configuration name or YAML path", read_only=True
+        )
+        self.hardware = declare(
+            self, "hardware", "mujoco", f"backend: {', '.join(sorted(BACKENDS))}", read_only=True
+        )
         self.clock_mode = declare(self, "clock", "lockstep", "lockstep | realtime", read_only=True)
         rate = declare(self, "rate_hz", 500.0, "loop rate (Hz)", 50.0, 2000.0, read_only=True)
         watchdog = declare(self, "watchdog_ticks", 20, "ticks without a command before damping", 1, 10000)
-        self.lockstep_timeout = declare(self, "lockstep_timeout_s", 0.1,
-                                        "lockstep: wall-clock wait for the tick's command (s)", 0.001, 10.0)
+        self.lockstep_timeout = declare(
+            self,
+            "lockstep_timeout_s",
+            0.1,
+            "lockstep: wall-clock wait for the tick's command (s)",
+            0.001,
+            10.0,
+        )
         ramp = declare(self, "ramp_duration_s", 2.0, "boot/reset ramp to the default pose (s)", 0.1, 20.0)
         profile = declare(self, "gain_profile", "stand", "gain profile applied to /joint_commands")
-        fall = declare(self, "fall_tilt_deg", 60.0, "base tilt that triggers damping (deg); 0 disables", 0.0, 180.0)
-        self.sim_duration = declare(self, "sim_duration_s", 0.0,
-                                    "stop the node after this much backend time (s); 0 = run forever", 0.0, 1e6)
-        self.spin_margin = declare(self, "spin_margin_us", 100.0,
-                                   "realtime: busy-wait this long before each deadline (us)", 0.0, 2000.0) * 1e-6
-        self.publish_orientation = declare(self, "imu_orientation", True,
-                                           "fill /imu/data orientation (the IMU's own estimate)")
+        fall = declare(
+            self, "fall_tilt_deg", 60.0, "base tilt that triggers damping (deg); 0 disables", 0.0, 180.0
+        )
+        self.sim_duration = declare(
+            self,
+            "sim_duration_s",
+            0.0,
+            "stop the node after this much backend time (s); 0 = run forever",
+            0.0,
+            1e6,
+        )
+        self.spin_margin = (
+            declare(
+                self,
+                "spin_margin_us",
+                100.0,
+                "realtime: busy-wait this long before each deadline (us)",
+                0.0,
+                2000.0,
+            )
+            * 1e-6
+        )
+        self.publish_orientation = declare(
+            self, "imu_orientation", True, "fill /imu/data orientation (the IMU's own estimate)"
+        )
         noise = ImuNoise(
             gyro_noise_std=declare(self, "imu_gyro_noise_std", 0.0, "gyro white noise (rad/s)", 0.0, 1.0),
             gyro_bias_std=declare(self, "imu_gyro_bias_std", 0.0, "gyro constant bias std (rad/s)", 0.0, 1.0),
-            gyro_bias_walk=declare(self, "imu_gyro_bias_walk", 0.0, "gyro bias walk (rad/s/sqrt(s))", 0.0, 1.0),
+            gyro_bias_walk=declare(
+                self, "imu_gyro_bias_walk", 0.0, "gyro bias walk (rad/s/sqrt(s))", 0.0, 1.0
+            ),
             accel_noise_std=declare(self, "imu_accel_noise_std", 0.0, "accel white noise (m/s^2)", 0.0, 10.0),
-            accel_bias_std=declare(self, "imu_accel_bias_std", 0.0, "accel constant bias std (m/s^2)", 0.0, 10.0),
-            accel_bias_walk=declare(self, "imu_accel_bias_walk", 0.0, "accel bias walk (m/s^2/sqrt(s))", 0.0, 10.0),
+            accel_bias_std=declare(
+                self, "imu_accel_bias_std", 0.0, "accel constant bias std (m/s^2)", 0.0, 10.0
+            ),
+            accel_bias_walk=declare(
+                self, "imu_accel_bias_walk", 0.0, "accel bias walk (m/s^2/sqrt(s))", 0.0, 10.0
+            ),
             seed=declare(self, "imu_seed", 0, "noise seed", 0, 2**31 - 1),
         )
         if self.clock_mode not in CLOCK_MODES:
             raise ValueError(f"parameter clock: '{self.clock_mode}' is not one of {', '.join(CLOCK_MODES)}")
         if self.hardware not in BACKENDS:
-            raise ValueError(f"parameter hardware: '{self.hardware}' is not one of {', '.join(sorted(BACKENDS))}")
+            raise ValueError(
+                f"parameter hardware: '{self.hardware}' is not one of {', '.join(sorted(BACKENDS))}"
+            )
 
         self.config = load_robot_config(self.robot_name)
-        self.settings = DriverSettings(rate_hz=rate, watchdog_ticks=watchdog, ramp_duration=ramp,
-                                       command_profile=profile, fall_tilt=math.radians(fall))
+        self.settings = DriverSettings(
+            rate_hz=rate,
+            watchdog_ticks=watchdog,
+            ramp_duration=ramp,
+            command_profile=profile,
+            fall_tilt=math.radians(fall),
+        )
         self.core = DriverCore(self.config, self.settings)  # raises ConfigError for an unknown profile
         self.backend: RobotBackend = create_backend(self.hardware, config=self.config, imu_noise=noise)
         self.period = 1.0 / rate
         if self.backend.simulated:
             steps = self.period / self.config.simulation.timestep
             if abs(steps - round(steps)) > 1e-6:
-                raise ValueError(f"parameter rate_hz: {rate} Hz is not a whole number of physics steps of "
-                                 f"{self.config.simulation.timestep} s")
+                raise ValueError(
+                    f"parameter rate_hz: {rate} Hz is not a whole number of physics steps of "
+                    f"{self.config.simulation.timestep} s"
+                )
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         self.lock = threading.Lock()
@@ -101,14 +148,18 @@ class RobotDriverNode(Node):
         self._last_mode = None
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", reliable)
         self.pub_imu = self.create_publisher(Imu, "/imu/data", reliable)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        # depth 10: fast transitions (ramp -> damping) all reach subscribers; the last message is the current mode
-        self.pub_mode = self.create_publisher(String, "~/mode", QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        # depth 10: fast transitions (ramp -> damping) all reach subscribers; the last message is the
+        # current mode
+        self.pub_mode = self.create_publisher(
+            String,
+            "~/mode",
+            QoSProfile(
+                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
         if self.backend.simulated:
             self.pub_clock = self.create_publisher(Clock, "/clock", 10)
             self.pub_truth = self.create_publisher(Odometry, "/sim/ground_truth", reliable)
@@ -157,7 +208,9 @@ class RobotDriverNode(Node):
     def _on_command(self, msg: JointState) -> None:
         stamp = from_time_msg(msg.header.stamp)
         try:
-            command = validate_command(self.config, list(msg.name), msg.position, msg.velocity, msg.effort, stamp)
+            command = validate_command(
+                self.config, list(msg.name), msg.position, msg.velocity, msg.effort, stamp
+            )
         except CommandError as exc:
             with self.lock:
                 self.core.refuse(str(exc))
@@ -182,8 +235,10 @@ class RobotDriverNode(Node):
             tilt = tilt_from_quat(state.imu_quat)
             if tilt > self.settings.fall_tilt:
                 resp.success = False
-                resp.message = (f"refused: the robot is down (base tilt {math.degrees(tilt):.0f} deg > "
-                                f"{math.degrees(self.settings.fall_tilt):.0f}); put it upright first")
+                resp.message = (
+                    f"refused: the robot is down (base tilt {math.degrees(tilt):.0f} deg > "
+                    f"{math.degrees(self.settings.fall_tilt):.0f}); put it upright first"
+                )
                 self.get_logger().warning(f"reset {resp.message}")
                 return resp
         with self.lock:
@@ -200,7 +255,7 @@ class RobotDriverNode(Node):
     def _loop(self) -> None:
         try:
             self._run_loop()
-        except Exception as exc:  # noqa: BLE001 - report and stop: a dead loop must not look alive
+        except Exception as exc:
             self.exit_code = 1
             if rclpy.ok(context=self.context):
                 self.get_logger().fatal(f"real-time loop died: {exc!r}")
@@ -224,7 +279,9 @@ class RobotDriverNode(Node):
             with self.command_arrived:
                 if not realtime and self.core.mode == DriverMode.ACTIVE:
                     deadline = time.perf_counter() + self.lockstep_timeout
-                    while self.latest_command_stamp < state.stamp - 1e-9 and self.core.mode == DriverMode.ACTIVE:
+                    while (
+                        self.latest_command_stamp < state.stamp - 1e-9 and self.core.mode == DriverMode.ACTIVE
+                    ):
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
                             self.lockstep_timeouts += 1
@@ -332,11 +389,16 @@ class RobotDriverNode(Node):
                 "lockstep_timeouts": self.lockstep_timeouts,
             }
         values.update(self.stats.summary())
-        status = DiagnosticStatus(name="robot_driver: loop", hardware_id=f"{self.config.name}/{self.hardware}")
+        status = DiagnosticStatus(
+            name="robot_driver: loop", hardware_id=f"{self.config.name}/{self.hardware}"
+        )
         if core.mode == DriverMode.DAMPING:
             status.level, status.message = DiagnosticStatus.ERROR, f"damping: {core.mode_reason}"
         elif self.stats.overruns > 0 and self.clock_mode == "realtime":
-            status.level, status.message = DiagnosticStatus.WARN, f"{core.mode.value}, {self.stats.overruns} overruns"
+            status.level, status.message = (
+                DiagnosticStatus.WARN,
+                f"{core.mode.value}, {self.stats.overruns} overruns",
+            )
         else:
             status.level, status.message = DiagnosticStatus.OK, core.mode.value
         status.values = [KeyValue(key=k, value=_fmt(v)) for k, v in values.items()]

@@ -4,8 +4,9 @@ Conventions (the most common source of bugs, so stated once here):
 
 - MuJoCo ``qpos`` = ``[x, y, z, qw, qx, qy, qz, joints...]``; pinocchio ``q`` = ``[x, y, z, qx, qy, qz, qw,
   joints...]``. Positions are of the base frame origin in the world frame (m).
-- MuJoCo free-joint ``qvel[0:3]`` is the base linear velocity in the **world** frame, ``qvel[3:6]`` the angular
-  velocity in the **base** frame. Pinocchio ``v[0:6]`` is ``[linear, angular]``, both in the **base** frame.
+- MuJoCo free-joint ``qvel[0:3]`` is the base linear velocity in the **world** frame, ``qvel[3:6]`` the
+  angular velocity in the **base** frame. Pinocchio ``v[0:6]`` is ``[linear, angular]``, both in the
+  **base** frame.
 - Joint order after the base is the MJCF tree order, which the robot configuration lists explicitly; maps
   are built by name and checked, never assumed.
 """
@@ -42,7 +43,10 @@ def quat_wxyz_to_matrix(q: np.ndarray) -> np.ndarray:
 
 
 def mujoco_qpos_to_pinocchio(qpos: np.ndarray) -> np.ndarray:
-    """MuJoCo qpos (base wxyz) to pinocchio q (base xyzw); joint part unchanged (same order by construction)."""
+    """MuJoCo qpos (base wxyz) to pinocchio q (base xyzw).
+
+    The joint part is unchanged (same order by construction).
+    """
     q = np.array(qpos, dtype=float, copy=True)
     q[3:7] = quat_wxyz_to_xyzw(qpos[3:7])
     return q
@@ -85,7 +89,9 @@ class MujocoRobotModel:
     accel_adr: int
 
 
-def load_mujoco_model(config: RobotConfig, scene: bool = True, torque_actuators: bool = True) -> MujocoRobotModel:
+def load_mujoco_model(
+    config: RobotConfig, scene: bool = True, torque_actuators: bool = True
+) -> MujocoRobotModel:
     """Compile the robot for MuJoCo.
 
     Args:
@@ -167,7 +173,10 @@ class PinocchioRobotModel:
     imu_frame_id: int
 
     def neutral_q(self, joint_positions: np.ndarray | None = None, base_height: float = 0.0) -> np.ndarray:
-        """Pinocchio q with identity base orientation at ``(0, 0, base_height)`` and the given joint angles."""
+        """Pinocchio q with identity base orientation at ``(0, 0, base_height)``.
+
+        The joints take the given angles.
+        """
         import pinocchio as pin
 
         q = pin.neutral(self.model)
@@ -191,8 +200,13 @@ def load_pinocchio_model(config: RobotConfig) -> PinocchioRobotModel:
             raise ConfigError(f"pinocchio: foot body '{foot.body}' not in {path}")
         body_frame = model.frames[model.getFrameId(foot.body)]
         placement = body_frame.placement * pin.SE3(np.eye(3), np.array(foot.sole_offset))
-        frame = pin.Frame(foot.sole_frame, body_frame.parentJoint, model.getFrameId(foot.body), placement,
-                          pin.FrameType.OP_FRAME)
+        frame = pin.Frame(
+            foot.sole_frame,
+            body_frame.parentJoint,
+            model.getFrameId(foot.body),
+            placement,
+            pin.FrameType.OP_FRAME,
+        )
         sole_ids[side] = model.addFrame(frame)
     q_idx, v_idx = [], []
     for name in config.joint_names:
@@ -212,7 +226,9 @@ def load_pinocchio_model(config: RobotConfig) -> PinocchioRobotModel:
     )
 
 
-def standing_base_height(config: RobotConfig, pmodel: PinocchioRobotModel, joint_positions: np.ndarray) -> float:
+def standing_base_height(
+    config: RobotConfig, pmodel: PinocchioRobotModel, joint_positions: np.ndarray
+) -> float:
     """Base height (m) that puts the lowest sole-polygon corner on the floor (z = 0), base upright.
 
     Computed by forward kinematics with the base at the origin and identity orientation; the sole polygon
@@ -231,8 +247,12 @@ def standing_base_height(config: RobotConfig, pmodel: PinocchioRobotModel, joint
     return -lowest
 
 
-def initial_qpos(config: RobotConfig, mj: MujocoRobotModel, pmodel: PinocchioRobotModel,
-                 joint_positions: np.ndarray | None = None) -> np.ndarray:
+def initial_qpos(
+    config: RobotConfig,
+    mj: MujocoRobotModel,
+    pmodel: PinocchioRobotModel,
+    joint_positions: np.ndarray | None = None,
+) -> np.ndarray:
     """MuJoCo qpos that spawns the robot upright at the origin with soles on the floor.
 
     Args:
@@ -241,7 +261,7 @@ def initial_qpos(config: RobotConfig, mj: MujocoRobotModel, pmodel: PinocchioRob
     joints = config.initial_joint_positions() if joint_positions is None else np.asarray(joint_positions)
     qpos = np.array(mj.model.qpos0, dtype=float, copy=True)  # type: ignore[attr-defined]
     b = mj.base_qpos_adr
-    qpos[b:b + 3] = [0.0, 0.0, standing_base_height(config, pmodel, joints)]
-    qpos[b + 3:b + 7] = [1.0, 0.0, 0.0, 0.0]
+    qpos[b : b + 3] = [0.0, 0.0, standing_base_height(config, pmodel, joints)]
+    qpos[b + 3 : b + 7] = [1.0, 0.0, 0.0, 0.0]
     qpos[mj.qpos_adr] = joints
     return qpos

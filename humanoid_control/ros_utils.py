@@ -13,8 +13,8 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 def make_executor() -> Any:
     """A SingleThreadedExecutor; ``HUMANOID_EXECUTOR=events`` selects ``rclpy.experimental.EventsExecutor``.
 
-    EventsExecutor has lower latency, but on Kilted (rclpy 9.1) it neither returns when the context is shut down
-    from another thread nor reacts to SIGINT afterwards, so it is opt-in.
+    EventsExecutor has lower latency, but on Kilted (rclpy 9.1) it neither returns when the context is shut
+    down from another thread nor reacts to SIGINT afterwards, so it is opt-in.
     """
     import os
 
@@ -35,7 +35,7 @@ def to_time_msg(seconds: float) -> Any:
     from builtin_interfaces.msg import Time
 
     sec = math.floor(seconds)
-    return Time(sec=int(sec), nanosec=min(999_999_999, int(round((seconds - sec) * 1e9))))
+    return Time(sec=int(sec), nanosec=min(999_999_999, round((seconds - sec) * 1e9)))
 
 
 def from_time_msg(stamp: Any) -> float:
@@ -43,9 +43,19 @@ def from_time_msg(stamp: Any) -> float:
     return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
 
 
-def declare(node: Any, name: str, default: Any, description: str, low: float | None = None,
-            high: float | None = None, read_only: bool = False) -> Any:
-    """Declare a parameter with a descriptor (and a range for numbers, so bad values are refused); return it."""
+def declare(
+    node: Any,
+    name: str,
+    default: Any,
+    description: str,
+    low: float | None = None,
+    high: float | None = None,
+    read_only: bool = False,
+) -> Any:
+    """Declare a parameter with a descriptor and return its value.
+
+    Numbers get a range, so bad values are refused.
+    """
     desc = ParameterDescriptor(description=description, read_only=read_only)
     if low is not None and high is not None:
         if isinstance(default, bool):
@@ -53,7 +63,9 @@ def declare(node: Any, name: str, default: Any, description: str, low: float | N
         elif isinstance(default, int):
             desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
         elif isinstance(default, float):
-            desc.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+            desc.floating_point_range = [
+                FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)
+            ]
     if isinstance(default, float):
         _coerce_integer_override(node, name)
     return node.declare_parameter(name, default, desc).value

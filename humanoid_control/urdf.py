@@ -46,6 +46,6 @@ def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
         for mesh in root.iter("mesh"):
             uri = mesh.get("filename", "")
             if uri.startswith("package://"):
-                package, _, rel = uri[len("package://"):].partition("/")
+                package, _, rel = uri[len("package://") :].partition("/")
                 mesh.set("filename", (config.resolve_urdf_package(package) / rel).resolve().as_uri())
     return ET.tostring(root, encoding="unicode")

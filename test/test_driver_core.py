@@ -151,5 +151,9 @@ def test_command_profile_selection() -> None:
 
 
 def test_low_level_law() -> None:
-    c = LowLevelCommand(np.ones(2), np.zeros(2), np.array([10.0, 10.0]), np.array([1.0, 1.0]), np.array([0.5, 0]))
-    np.testing.assert_allclose(c.torque(np.zeros(2), np.array([1.0, 0.0]), np.array([100.0, 5.0])), [9.5, 5.0])
+    c = LowLevelCommand(
+        np.ones(2), np.zeros(2), np.array([10.0, 10.0]), np.array([1.0, 1.0]), np.array([0.5, 0])
+    )
+    np.testing.assert_allclose(
+        c.torque(np.zeros(2), np.array([1.0, 0.0]), np.array([100.0, 5.0])), [9.5, 5.0]
+    )

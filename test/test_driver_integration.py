@@ -1,4 +1,7 @@
-"""End-to-end: launch file -> separate ROS 2 processes (driver on MuJoCo, description), real rclpy, lockstep."""
+"""End-to-end: launch file -> separate ROS 2 processes.
+
+Driver on MuJoCo, description; real rclpy, lockstep.
+"""
 
 from __future__ import annotations
 
@@ -73,8 +76,11 @@ def test_holds_default_pose_10s_and_serves_description_late(graph_log: Path) -> 
     hold = t >= 2.5
     assert t[-1] >= 19.9 and t[hold][-1] - t[hold][0] >= 10.0, (t[0], t[-1])
     assert np.abs(z[hold] - NOMINAL).max() <= 0.02, f"max error {np.abs(z[hold] - NOMINAL).max():.4f} m"
-    urdf_joints = {j.get("name") for j in ET.fromstring(probe.data.robot_description).iter("joint")
-                   if j.get("type") in ("revolute", "continuous")}
+    urdf_joints = {
+        j.get("name")
+        for j in ET.fromstring(probe.data.robot_description).iter("joint")
+        if j.get("type") in ("revolute", "continuous")
+    }
     assert probe.data.joint_names == CONFIG.joint_names
     assert set(probe.data.joint_names) == urdf_joints
     diag = probe.data.diagnostics[-1]
@@ -100,13 +106,19 @@ def test_bad_commands_are_refused_and_robot_stays_up(graph_log: Path) -> None:
         names = CONFIG.joint_names
         default = CONFIG.array("default").tolist()
         controller.inject = [
-            (names, [math.nan] + default[1:]),
+            (names, [math.nan, *default[1:]]),
             (names, default[:-3]),
             ([*names[:-1], "tail_joint"], default),
         ]
         assert probe.wait_for(lambda d: not controller.inject and d.joint_t[-1] > t_start + 2.0, 60)
-        assert probe.wait_for(lambda d: bool(d.diagnostics) and int(d.diagnostics[-1]["commands_refused"]) >= 3
-                              and float(d.joint_t[-1]) > t_start + 2.0, 30), _fail(graph, "refusals not counted")
+        assert probe.wait_for(
+            lambda d: (
+                bool(d.diagnostics)
+                and int(d.diagnostics[-1]["commands_refused"]) >= 3
+                and float(d.joint_t[-1]) > t_start + 2.0
+            ),
+            30,
+        ), _fail(graph, "refusals not counted")
         diag = probe.last_diagnostics()
         assert diag["mode"] == "active"
         assert "unknown joint names" in diag["last_refusal"]
@@ -127,8 +139,9 @@ def test_watchdog_enters_damping_within_configured_ticks(graph_log: Path) -> Non
         assert probe.wait_for(lambda d: d.joint_t[-1] >= t_stop, 30)
         controller.enabled = False
         assert probe.wait_for(lambda d: d.modes[-1] == "damping", 30), _fail(graph, "no damping")
-        assert probe.wait_for(lambda d: bool(d.diagnostics) and d.diagnostics[-1]["mode"] == "damping", 10), _fail(
-            graph, str(probe.data.diagnostics[-2:]))
+        assert probe.wait_for(lambda d: bool(d.diagnostics) and d.diagnostics[-1]["mode"] == "damping", 10), (
+            _fail(graph, str(probe.data.diagnostics[-2:]))
+        )
         diag = probe.last_diagnostics()
         assert "watchdog" in diag["mode_reason"]
         gap = int(diag["mode_entered_tick"]) - int(diag["last_command_tick"])
@@ -160,11 +173,13 @@ def test_estop_latches_until_reset(graph_log: Path) -> None:
         controller.enabled = False
         ok, message = probe.call_trigger("/robot_driver/reset")
         assert ok, message
-        assert probe.wait_for(lambda d: bool(d.diagnostics) and int(d.diagnostics[-1]["commands_ignored"]) > 0, 10)
+        assert probe.wait_for(
+            lambda d: bool(d.diagnostics) and int(d.diagnostics[-1]["commands_ignored"]) > 0, 10
+        )
         diag = probe.last_diagnostics()
         assert int(diag["commands_ignored"]) > 0 and int(diag["commands_accepted"]) == 0, diag
         # reset leaves damping through the ramp from the sagged pose back to the default pose, then hold
-        assert probe.wait_for(lambda d: "ramp" in d.modes[d.modes.index("damping"):], 10), probe.data.modes
+        assert probe.wait_for(lambda d: "ramp" in d.modes[d.modes.index("damping") :], 10), probe.data.modes
         assert probe.wait_for(lambda d: d.modes[-1] == "hold", 60), _fail(graph, f"modes {probe.data.modes}")
     finally:
         graph.stop()

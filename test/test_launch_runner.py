@@ -35,7 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #   stubborn MARKER       -> ignores SIGINT, records SIGTERM in MARKER and exits 0
 #   exit     READY CODE   -> waits until file READY exists, then exits with CODE
 #   env      OUT          -> writes selected environment variables to OUT as YAML and exits 0
-CHILD_SCRIPT = r'''
+CHILD_SCRIPT = r"""
 import os, signal, sys, time
 mode = sys.argv[1]
 
@@ -67,7 +67,7 @@ open(sys.argv[2] + ".ready", "w").close()
 print("ready", flush=True)
 while True:
     time.sleep(0.02)
-'''
+"""
 
 
 def write_launch(tmp_path: Path, actions: list[dict[str, Any]], name: str = "test.launch.yaml") -> Path:
@@ -139,7 +139,9 @@ def test_argument_defaults(tmp_path: Path) -> None:
 
 
 def test_argument_overrides(tmp_path: Path) -> None:
-    plan = load_launch_description(write_text_launch(tmp_path, ARGS_FILE), {"clock": "realtime", "rate": "250"})
+    plan = load_launch_description(
+        write_text_launch(tmp_path, ARGS_FILE), {"clock": "realtime", "rate": "250"}
+    )
     assert plan.arguments == {"clock": "realtime", "rate": "250", "robot": "g1_realtime"}
     assert plan.processes[0].cmd == ["echo", "realtime", "250", "g1_realtime"]
 
@@ -192,7 +194,9 @@ def test_declared_arguments_lists_group_arguments(tmp_path: Path) -> None:
 def test_env_substitution_with_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HL_TEST_SET", "abc")
     monkeypatch.delenv("HL_TEST_UNSET", raising=False)
-    cmd = echo_plan(tmp_path, "launch:\n- executable: {cmd: \"echo $(env HL_TEST_SET) $(env HL_TEST_UNSET 'x y')\"}\n")
+    cmd = echo_plan(
+        tmp_path, "launch:\n- executable: {cmd: \"echo $(env HL_TEST_SET) $(env HL_TEST_UNSET 'x y')\"}\n"
+    )
     assert cmd == ["echo", "abc", "x y"]
     with pytest.raises(LaunchError, match="HL_TEST_UNSET"):
         echo_plan(tmp_path, "launch:\n- executable: {cmd: 'echo $(env HL_TEST_UNSET)'}\n")
@@ -211,7 +215,7 @@ launch:
 
 def test_eval_namespace_is_restricted(tmp_path: Path) -> None:
     with pytest.raises(LaunchError, match=r"\$\(eval\)"):
-        echo_plan(tmp_path, "launch:\n- executable: {cmd: \"echo $(eval '__import__(\\\"os\\\")')\"}\n")
+        echo_plan(tmp_path, 'launch:\n- executable: {cmd: "echo $(eval \'__import__(\\"os\\")\')"}\n')
     with pytest.raises(LaunchError, match=r"\$\(eval\)"):
         echo_plan(tmp_path, "launch:\n- executable: {cmd: \"echo $(eval 'open')\"}\n")
 
@@ -229,7 +233,13 @@ launch:
 - let: {name: msg, value: 'two words'}
 - executable: {cmd: "echo $(dirname)/cfg.yaml '$(var msg)' x$(var msg)y \\"a 'b' c\\""}
 """
-    assert echo_plan(tmp_path, text) == ["echo", f"{tmp_path}/cfg.yaml", "two words", "xtwo wordsy", "a 'b' c"]
+    assert echo_plan(tmp_path, text) == [
+        "echo",
+        f"{tmp_path}/cfg.yaml",
+        "two words",
+        "xtwo wordsy",
+        "a 'b' c",
+    ]
 
 
 def test_unknown_variable_error(tmp_path: Path) -> None:
@@ -360,14 +370,21 @@ def test_node_command_line(node_plan: LaunchPlan, tmp_path: Path) -> None:
     ros = cmd.index("--ros-args")
     assert cmd[3:ros] == ["--backend", "mujoco"]
     inline_file = proc.cmd[proc.cmd.index("--log-level") - 1]
-    assert cmd[ros + 1:] == [
-        "-r", "__node:=driver",
-        "-r", "__ns:=/robot",
-        "-r", "/joint_states:=/robot/joint_states",
-        "-r", "cmd:=500_cmd",
-        "--params-file", str(tmp_path / "driver.yaml"),
-        "--params-file", inline_file,
-        "--log-level", "debug",
+    assert cmd[ros + 1 :] == [
+        "-r",
+        "__node:=driver",
+        "-r",
+        "__ns:=/robot",
+        "-r",
+        "/joint_states:=/robot/joint_states",
+        "-r",
+        "cmd:=500_cmd",
+        "--params-file",
+        str(tmp_path / "driver.yaml"),
+        "--params-file",
+        inline_file,
+        "--log-level",
+        "debug",
     ]
 
 
@@ -482,10 +499,8 @@ def test_unsupported_action_error(tmp_path: Path) -> None:
 
 
 def test_unexpected_key_error(tmp_path: Path) -> None:
-    with pytest.raises(LaunchError, match="unexpected key.*packag"):
-        load_launch_description(
-            write_text_launch(tmp_path, "launch:\n- node: {packag: x, exec: y}\n"), {}
-        )
+    with pytest.raises(LaunchError, match=r"unexpected key.*packag"):
+        load_launch_description(write_text_launch(tmp_path, "launch:\n- node: {packag: x, exec: y}\n"), {})
 
 
 def test_malformed_yaml_error(tmp_path: Path) -> None:
@@ -532,8 +547,9 @@ def test_main_show_args_and_print(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "echo realtime 500 g1_realtime" in out
 
 
-def test_main_package_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_package_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     prefix = tmp_path / "install"
     (prefix / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
     (prefix / "share" / "ament_index" / "resource_index" / "packages" / "fake_pkg").touch()
@@ -549,14 +565,23 @@ def test_main_package_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 # ------------------------------------------------------------------------------------------------
 
 
-def test_required_process_exit_stops_others(tmp_path: Path, child: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_required_process_exit_stops_others(
+    tmp_path: Path, child: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     marker = tmp_path / "worker.signal"
-    path = write_launch(tmp_path, [
-        {"executable": {"cmd": child_cmd(child, "sigint", marker), "name": "worker"}},
-        {"executable": {"cmd": child_cmd(child, "exit", f"{marker}.ready", 3), "name": "boss",
-                        "on_exit": "shutdown"}},
-    ])
+    path = write_launch(
+        tmp_path,
+        [
+            {"executable": {"cmd": child_cmd(child, "sigint", marker), "name": "worker"}},
+            {
+                "executable": {
+                    "cmd": child_cmd(child, "exit", f"{marker}.ready", 3),
+                    "name": "boss",
+                    "on_exit": "shutdown",
+                }
+            },
+        ],
+    )
     started = time.monotonic()
     assert run(load_launch_description(path, {}), sigterm_timeout=5.0) == 3
     assert time.monotonic() - started < 10
@@ -570,24 +595,36 @@ def test_required_process_clean_exit_returns_0_and_escalates_to_sigterm(
     tmp_path: Path, child: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     marker = tmp_path / "stubborn.signal"
-    path = write_launch(tmp_path, [
-        {"executable": {"cmd": child_cmd(child, "stubborn", marker), "name": "stubborn"}},
-        {"executable": {"cmd": child_cmd(child, "exit", f"{marker}.ready", 0), "name": "boss",
-                        "on_exit": "shutdown"}},
-    ])
+    path = write_launch(
+        tmp_path,
+        [
+            {"executable": {"cmd": child_cmd(child, "stubborn", marker), "name": "stubborn"}},
+            {
+                "executable": {
+                    "cmd": child_cmd(child, "exit", f"{marker}.ready", 0),
+                    "name": "boss",
+                    "on_exit": "shutdown",
+                }
+            },
+        ],
+    )
     assert run(load_launch_description(path, {}), sigterm_timeout=0.3) == 0
     assert marker.read_text() == "SIGTERM"
     assert "escalating to SIGTERM: stubborn" in capsys.readouterr().out
 
 
-def test_non_required_exit_does_not_stop_others(tmp_path: Path, child: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_non_required_exit_does_not_stop_others(
+    tmp_path: Path, child: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     done = tmp_path / "short.done"
-    path = write_launch(tmp_path, [
-        {"executable": {"cmd": child_cmd(child, "exit", tmp_path, 5), "name": "short"}},
-        {"executable": {"cmd": f"touch {done}", "name": "toucher"}},
-        {"executable": {"cmd": child_cmd(child, "exit", done, 0), "name": "later"}},
-    ])
+    path = write_launch(
+        tmp_path,
+        [
+            {"executable": {"cmd": child_cmd(child, "exit", tmp_path, 5), "name": "short"}},
+            {"executable": {"cmd": f"touch {done}", "name": "toucher"}},
+            {"executable": {"cmd": child_cmd(child, "exit", done, 0), "name": "later"}},
+        ],
+    )
     assert run(load_launch_description(path, {})) == 0
     out = capsys.readouterr().out
     assert "process short" in out and "exited with code 5" in out
@@ -598,11 +635,19 @@ def test_environment_is_inherited(tmp_path: Path, child: Path, monkeypatch: pyte
     monkeypatch.setenv("_ROS_WHEELS_BOOTSTRAP_COMPLETE", "1")
     monkeypatch.setenv("LD_LIBRARY_PATH", os.environ.get("LD_LIBRARY_PATH", "") + os.pathsep + "/hl_test_lib")
     out_file = tmp_path / "env.json"
-    path = write_launch(tmp_path, [
-        {"set_env": {"name": "FROM_SET_ENV", "value": "yes"}},
-        {"executable": {"cmd": child_cmd(child, "env", out_file), "name": "envdump",
-                        "env": [{"name": "FOO", "value": "bar"}]}},
-    ])
+    path = write_launch(
+        tmp_path,
+        [
+            {"set_env": {"name": "FROM_SET_ENV", "value": "yes"}},
+            {
+                "executable": {
+                    "cmd": child_cmd(child, "env", out_file),
+                    "name": "envdump",
+                    "env": [{"name": "FOO", "value": "bar"}],
+                }
+            },
+        ],
+    )
     plan = load_launch_description(path, {})
     assert plan.processes[0].env == {"FROM_SET_ENV": "yes", "FOO": "bar"}
     assert run(plan) == 0
@@ -614,13 +659,17 @@ def test_environment_is_inherited(tmp_path: Path, child: Path, monkeypatch: pyte
     assert env["LD_LIBRARY_PATH"].endswith("/hl_test_lib")
 
 
-def test_output_log_writes_log_file(tmp_path: Path, child: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_output_log_writes_log_file(
+    tmp_path: Path, child: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     log_dir = tmp_path / "logs"
     monkeypatch.setenv("ROS_LOG_DIR", str(log_dir))
-    path = write_launch(tmp_path, [
-        {"executable": {"cmd": child_cmd(child, "exit", tmp_path, 0), "name": "quiet", "output": "log"}},
-    ])
+    path = write_launch(
+        tmp_path,
+        [
+            {"executable": {"cmd": child_cmd(child, "exit", tmp_path, 0), "name": "quiet", "output": "log"}},
+        ],
+    )
     assert run(load_launch_description(path, {})) == 0
     logs = list(log_dir.glob("quiet-*.log"))
     assert len(logs) == 1 and logs[0].read_text() == "exiting\n"
@@ -629,13 +678,19 @@ def test_output_log_writes_log_file(tmp_path: Path, child: Path, monkeypatch: py
 
 def test_sigint_to_runner_stops_children(tmp_path: Path, child: Path) -> None:
     marker_a, marker_b = tmp_path / "a.signal", tmp_path / "b.signal"
-    path = write_launch(tmp_path, [
-        {"executable": {"cmd": child_cmd(child, "sigint", marker_a), "name": "a"}},
-        {"executable": {"cmd": child_cmd(child, "sigint", marker_b), "name": "b"}},
-    ])
+    path = write_launch(
+        tmp_path,
+        [
+            {"executable": {"cmd": child_cmd(child, "sigint", marker_a), "name": "a"}},
+            {"executable": {"cmd": child_cmd(child, "sigint", marker_b), "name": "b"}},
+        ],
+    )
     runner = subprocess.Popen(
         [sys.executable, "-m", "humanoid_bringup.launch_runner", str(path)],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         wait_for(Path(f"{marker_a}.ready"))
@@ -652,7 +707,9 @@ def test_sigint_to_runner_stops_children(tmp_path: Path, child: Path) -> None:
 
 
 def test_run_with_no_processes(tmp_path: Path) -> None:
-    plan = load_launch_description(write_text_launch(tmp_path, "launch:\n- arg: {name: x, default: '1'}\n"), {})
+    plan = load_launch_description(
+        write_text_launch(tmp_path, "launch:\n- arg: {name: x, default: '1'}\n"), {}
+    )
     assert run(plan) == 0
 
 

@@ -24,9 +24,9 @@ def test_g1_config_loads() -> None:
 
 
 def test_unknown_robot_and_profile() -> None:
-    with pytest.raises(ConfigError, match="unknown robot 'nao'.*g1"):
+    with pytest.raises(ConfigError, match=r"unknown robot 'nao'.*g1"):
         find_robot_config("nao")
-    with pytest.raises(ConfigError, match="unknown gain profile 'zzz'.*stand"):
+    with pytest.raises(ConfigError, match=r"unknown gain profile 'zzz'.*stand"):
         load_robot_config("g1").gain_profile("zzz")
 
 
@@ -50,13 +50,15 @@ def test_malformed_configs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="outside its limits"):
         load_robot_config(str(_write(tmp_path, lambda d: d["joints"][3].update(default=9.0))))
     with pytest.raises(ConfigError, match="no entry matches joint"):
-        load_robot_config(str(_write(tmp_path, lambda d: d["gain_profiles"]["stand"]["kp"].pop(".*_knee_joint"))))
+        load_robot_config(
+            str(_write(tmp_path, lambda d: d["gain_profiles"]["stand"]["kp"].pop(".*_knee_joint")))
+        )
 
     def missing_model(d: dict) -> None:
         d["model"]["mjcf"] = [{"python_package": "no_such_package_xyz", "path": "g1.xml"}]
 
     c = load_robot_config(str(_write(tmp_path, missing_model)))
-    with pytest.raises(ConfigError, match="cannot find the mjcf file.*no_such_package_xyz"):
+    with pytest.raises(ConfigError, match=r"cannot find the mjcf file.*no_such_package_xyz"):
         c.resolve_mjcf()
 
 

@@ -90,7 +90,7 @@ def test_velocity_convention_matches_dynamics(models) -> None:  # type: ignore[n
 
 
 def test_standing_height_puts_soles_on_floor(models) -> None:  # type: ignore[no-untyped-def]
-    c, mj, pm = models
+    c, _, pm = models
     h = standing_base_height(c, pm, c.array("default"))
     assert 0.70 < h < 0.80
     assert standing_base_height(c, pm, np.zeros(29)) > h  # straight legs stand taller
@@ -114,7 +114,11 @@ def test_served_urdf_matches_mujoco(models) -> None:  # type: ignore[no-untyped-
     purdf = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
     for jid in range(1, purdf.njoints):
         name = purdf.names[jid]
-        body = mj.base_body_id if jid == 1 else int(m.jnt_bodyid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)])
+        body = (
+            mj.base_body_id
+            if jid == 1
+            else int(m.jnt_bodyid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)])
+        )
         assert purdf.inertias[jid].mass == pytest.approx(m.body_mass[body], rel=0.01), name
     for mesh in root.iter("mesh"):
         assert mesh.get("filename", "").startswith("file://")

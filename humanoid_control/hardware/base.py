@@ -1,8 +1,9 @@
 """Hardware backend interface: what the robot driver needs from a simulator or a real robot.
 
 A backend owns one robot. The driver calls, once per tick: :meth:`RobotBackend.read` (sensors),
-:meth:`RobotBackend.write` (the joint-level command, held until the next write) and :meth:`RobotBackend.advance`
-(simulators integrate physics for the tick; hardware returns at once because time passes by itself).
+:meth:`RobotBackend.write` (the joint-level command, held until the next write) and
+:meth:`RobotBackend.advance` (simulators integrate physics for the tick; hardware returns at once because
+time passes by itself).
 A real robot's motor drivers run the law ``tau = kp (q* - q) + kd (dq* - dq) + tau_ff`` on board; a simulator
 backend evaluates it at every physics step. Add a backend by subclassing and registering it in
 ``humanoid_control.hardware.BACKENDS``.
@@ -88,5 +89,5 @@ class RobotBackend(ABC):
         """Simulator truth, or None on hardware."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release resources (put hardware in a safe state)."""

@@ -17,7 +17,12 @@ import numpy as np
 from humanoid_control.driver_core import LowLevelCommand
 from humanoid_control.hardware.base import GroundTruth, RobotBackend, RobotState, Wrench
 from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import initial_qpos, load_mujoco_model, load_pinocchio_model, quat_wxyz_to_matrix
+from humanoid_control.robot_model import (
+    initial_qpos,
+    load_mujoco_model,
+    load_pinocchio_model,
+    quat_wxyz_to_matrix,
+)
 
 
 @dataclass
@@ -27,7 +32,8 @@ class ImuNoise:
     Attributes:
         gyro_noise_std: white noise per sample (rad/s). gyro_bias_std: std of the constant bias drawn at start
             (rad/s). gyro_bias_walk: bias random walk (rad/s per sqrt(s)).
-        accel_noise_std, accel_bias_std (m/s^2), accel_bias_walk (m/s^2 per sqrt(s)): same for the accelerometer.
+        accel_noise_std, accel_bias_std (m/s^2), accel_bias_walk (m/s^2 per sqrt(s)): same for the
+            accelerometer.
         seed: random seed (deterministic noise).
     """
 
@@ -45,8 +51,12 @@ class MujocoBackend(RobotBackend):
 
     simulated = True
 
-    def __init__(self, config: RobotConfig, imu_noise: ImuNoise | None = None,
-                 initial_joint_positions: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        config: RobotConfig,
+        imu_noise: ImuNoise | None = None,
+        initial_joint_positions: np.ndarray | None = None,
+    ) -> None:
         self.config = config
         self.mj = load_mujoco_model(config, scene=True, torque_actuators=True)
         self.model = self.mj.model
@@ -54,7 +64,9 @@ class MujocoBackend(RobotBackend):
         self.effort = config.array("effort")
         self.noise = imu_noise or ImuNoise()
         self._rng = np.random.default_rng(self.noise.seed)
-        self._gyro_bias = self._rng.normal(0.0, self.noise.gyro_bias_std, 3) if self.noise.gyro_bias_std else np.zeros(3)
+        self._gyro_bias = (
+            self._rng.normal(0.0, self.noise.gyro_bias_std, 3) if self.noise.gyro_bias_std else np.zeros(3)
+        )
         self._accel_bias = (
             self._rng.normal(0.0, self.noise.accel_bias_std, 3) if self.noise.accel_bias_std else np.zeros(3)
         )
@@ -91,12 +103,17 @@ class MujocoBackend(RobotBackend):
                 self._tau = self._command.torque(d.qpos[qa], d.qvel[va], self.effort)
             d.ctrl[act] = self._tau
             mujoco.mj_step(m, d)
-        # recompute positions, sensors and contact forces for the new state so that everything read is coherent
+        # recompute positions, sensors and contact forces for the new state so that everything read is
+        # coherent
         mujoco.mj_forward(m, d)
         if self.noise.gyro_bias_walk:
-            self._gyro_bias += self._rng.normal(0.0, self.noise.gyro_bias_walk * np.sqrt(n * m.opt.timestep), 3)
+            self._gyro_bias += self._rng.normal(
+                0.0, self.noise.gyro_bias_walk * np.sqrt(n * m.opt.timestep), 3
+            )
         if self.noise.accel_bias_walk:
-            self._accel_bias += self._rng.normal(0.0, self.noise.accel_bias_walk * np.sqrt(n * m.opt.timestep), 3)
+            self._accel_bias += self._rng.normal(
+                0.0, self.noise.accel_bias_walk * np.sqrt(n * m.opt.timestep), 3
+            )
 
     # ------------------------------------------------------------------ sensing
     @property
@@ -107,8 +124,8 @@ class MujocoBackend(RobotBackend):
     def read(self) -> RobotState:
         """Joint encoders, applied torques and the IMU (orientation from the site, gyro and accelerometer)."""
         d = self.data
-        gyro = np.array(d.sensordata[self.mj.gyro_adr:self.mj.gyro_adr + 3])
-        accel = np.array(d.sensordata[self.mj.accel_adr:self.mj.accel_adr + 3])
+        gyro = np.array(d.sensordata[self.mj.gyro_adr : self.mj.gyro_adr + 3])
+        accel = np.array(d.sensordata[self.mj.accel_adr : self.mj.accel_adr + 3])
         if self.noise.gyro_noise_std:
             gyro += self._rng.normal(0.0, self.noise.gyro_noise_std, 3)
         if self.noise.accel_noise_std:
@@ -129,13 +146,13 @@ class MujocoBackend(RobotBackend):
         """Base pose and twist (base frame) and the ground reaction wrench on each foot in its sole frame."""
         d = self.data
         b, v = self.mj.base_qpos_adr, self.mj.base_qvel_adr
-        quat = np.array(d.qpos[b + 3:b + 7])
+        quat = np.array(d.qpos[b + 3 : b + 7])
         rot = quat_wxyz_to_matrix(quat)
         return GroundTruth(
-            position=np.array(d.qpos[b:b + 3]),
+            position=np.array(d.qpos[b : b + 3]),
             quat=quat,
-            linear_velocity_body=rot.T @ d.qvel[v:v + 3],
-            angular_velocity_body=np.array(d.qvel[v + 3:v + 6]),
+            linear_velocity_body=rot.T @ d.qvel[v : v + 3],
+            angular_velocity_body=np.array(d.qvel[v + 3 : v + 6]),
             contacts=self.contact_wrenches(),
         )
 
@@ -148,7 +165,8 @@ class MujocoBackend(RobotBackend):
         for i in range(d.ncon):
             con = d.contact[i]
             b1, b2 = int(m.geom_bodyid[con.geom1]), int(m.geom_bodyid[con.geom2])
-            # mj_contactForce: force in the contact frame, exerted by geom1 on geom2 (normal from geom1 to geom2)
+            # mj_contactForce: force in the contact frame, exerted by geom1 on geom2
+            # (normal from geom1 to geom2)
             for body, sign in ((b2, 1.0), (b1, -1.0)):
                 side = self._foot_of_body.get(body)
                 if side is None:
@@ -172,6 +190,6 @@ class MujocoBackend(RobotBackend):
 
 def tilt_from_quat(quat_wxyz: np.ndarray) -> float:
     """Angle (rad) between a frame's z axis and the world z axis, from its orientation (w, x, y, z)."""
-    w, x, y, z = quat_wxyz / np.linalg.norm(quat_wxyz)
+    _w, x, y, _z = quat_wxyz / np.linalg.norm(quat_wxyz)
     zz = 1.0 - 2.0 * (x * x + y * y)
     return float(np.arccos(np.clip(zz, -1.0, 1.0)))
