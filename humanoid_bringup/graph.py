@@ -59,7 +59,11 @@ class LaunchedGraph:
 
     def start(self) -> LaunchedGraph:
         """Start the launch runner."""
-        cmd = [sys.executable, "-m", "humanoid_bringup.launch_runner", str(self.launch_file)]
+        script = Path(sys.executable).parent / "humanoid-launch"  # the console script, where installed
+        runner = (
+            [str(script)] if script.exists() else [sys.executable, "-m", "humanoid_bringup.launch_runner"]
+        )
+        cmd = [*runner, str(self.launch_file)]
         cmd += [f"{k}:={v}" for k, v in self.arguments.items()]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(

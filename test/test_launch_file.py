@@ -1,0 +1,67 @@
+"""The project's launch file, resolved by the runner without starting anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from humanoid_bringup.graph import default_launch_file
+from humanoid_bringup.launch_runner import LaunchError, load_launch_description
+
+
+def test_default_plan_starts_driver_and_description() -> None:
+    plan = load_launch_description(default_launch_file(), {})
+    try:
+        names = [p.name for p in plan.processes]
+        assert names == ["robot_driver", "robot_description"]
+        driver = plan.processes[0]
+        assert driver.required
+        assert driver.params == {
+            "robot": "g1",
+            "hardware": "mujoco",
+            "clock": "lockstep",
+            "rate_hz": 500.0,
+            "sim_duration_s": 0.0,
+        }
+        assert plan.processes[1].params["use_sim_time"] is True
+    finally:
+        plan.cleanup()
+
+
+def test_controller_and_clock_arguments() -> None:
+    plan = load_launch_description(default_launch_file(), {"controller": "joint_hold", "clock": "realtime"})
+    try:
+        assert [p.name for p in plan.processes][-1] == "joint_hold_controller"
+        assert plan.processes[0].params["clock"] == "realtime"
+    finally:
+        plan.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("arg", "match"),
+    [
+        (
+            "clock:=fast",
+            r"invalid value 'fast' for launch argument 'clock' \(allowed values: lockstep, realtime\)",
+        ),
+        ("hardware:=gazebo", r"'hardware' \(allowed values: mujoco\)"),
+        ("speed:=2", r"speed"),
+    ],
+)
+def test_bad_arguments_are_named_with_allowed_values(arg: str, match: str) -> None:
+    name, value = arg.split(":=")
+    with pytest.raises(LaunchError, match=match):
+        load_launch_description(default_launch_file(), {name: value})
+
+
+def test_cli_exit_code_and_message_for_bad_argument() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "humanoid_bringup.launch_runner", str(default_launch_file()), "clock:=fast"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "clock" in result.stderr and "lockstep, realtime" in result.stderr
