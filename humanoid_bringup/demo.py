@@ -36,11 +36,18 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
     config = load_robot_config(robot)
     nominal = standing_base_height(config, load_pinocchio_model(config), config.array("default"))
     ramp_s, settle_s = 2.0, 0.5
-    total = ramp_s + settle_s + hold_s
+    total = ramp_s + settle_s + hold_s + 0.02  # + margin: the last sample lands at or after the hold time
     isolated_ros_env(out / "logs")
     probe = GraphProbe()
     graph = LaunchedGraph(
-        {"robot": robot, "clock": clock, "controller": controller, "sim_duration_s": f"{total:.3f}"},
+        {
+            "robot": robot,
+            "clock": clock,
+            "controller": controller,
+            "sim_duration_s": f"{total:.3f}",
+            # lockstep: start once this probe (and the controller) listen, so the boot ramp is recorded too
+            "wait_for_subscribers": "2" if controller != "none" else "1",
+        },
         out / "logs" / "launch.log",
     ).start()
     wall0 = time.monotonic()

@@ -94,6 +94,14 @@ class RobotDriverNode(Node):
             )
             * 1e-6
         )
+        self.wait_for_subscribers = declare(
+            self,
+            "wait_for_subscribers",
+            0,
+            "lockstep: do not start simulating until /joint_states has this many subscribers (30 s max)",
+            0,
+            100,
+        )
         self.publish_orientation = declare(
             self, "imu_orientation", True, "fill /imu/data orientation (the IMU's own estimate)"
         )
@@ -142,6 +150,7 @@ class RobotDriverNode(Node):
         self.lock = threading.Lock()
         self.command_arrived = threading.Condition(self.lock)
         self.latest_command_stamp = -math.inf
+        self.last_seen_command_tick = -(10**9)
         self.stats = LoopStats(rate)
         self.lockstep_timeouts = 0
         self._running = True
@@ -217,8 +226,9 @@ class RobotDriverNode(Node):
             self.get_logger().warning(f"refused /joint_commands: {exc}", throttle_duration_sec=1.0)
             return
         with self.command_arrived:
-            if self.core.submit(command):
-                self.latest_command_stamp = max(self.latest_command_stamp, stamp)
+            self.core.submit(command)  # ignored (but still pacing lockstep) during ramp and damping
+            self.latest_command_stamp = max(self.latest_command_stamp, stamp)
+            self.last_seen_command_tick = self.core.tick
             self.command_arrived.notify_all()
 
     def _on_estop(self, _req: Any, resp: Any) -> Any:
@@ -261,8 +271,25 @@ class RobotDriverNode(Node):
                 self.get_logger().fatal(f"real-time loop died: {exc!r}")
                 self.context.try_shutdown()
 
+    def _wait_for_subscribers(self) -> None:
+        """Lockstep: hold simulated time at 0 until the expected observers/controllers are connected."""
+        deadline = time.monotonic() + 30.0
+        while self._running and rclpy.ok(context=self.context):
+            count = self.count_subscribers("/joint_states")
+            if count >= self.wait_for_subscribers:
+                self.get_logger().info(f"{count} /joint_states subscribers: starting")
+                return
+            if time.monotonic() > deadline:
+                self.get_logger().warning(
+                    f"only {count} of {self.wait_for_subscribers} /joint_states subscribers after 30 s: starting"
+                )
+                return
+            time.sleep(0.01)
+
     def _run_loop(self) -> None:
         realtime = self.clock_mode == "realtime"
+        if not realtime and self.wait_for_subscribers > 0:
+            self._wait_for_subscribers()
         next_deadline = time.perf_counter()
         last_diag = 0.0
         while self._running and rclpy.ok(context=self.context):
@@ -277,11 +304,10 @@ class RobotDriverNode(Node):
             self.backend_state = state
             self._publish_state(state)
             with self.command_arrived:
-                if not realtime and self.core.mode == DriverMode.ACTIVE:
+                # lockstep: while a controller streams commands (accepted or not), it sets the pace
+                if not realtime and self._controller_streaming():
                     deadline = time.perf_counter() + self.lockstep_timeout
-                    while (
-                        self.latest_command_stamp < state.stamp - 1e-9 and self.core.mode == DriverMode.ACTIVE
-                    ):
+                    while self.latest_command_stamp < state.stamp - 1e-9 and self._controller_streaming():
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
                             self.lockstep_timeouts += 1
@@ -311,6 +337,10 @@ class RobotDriverNode(Node):
                     self.stats.overruns += 1
                     if done > next_deadline + self.period:  # far behind: skip missed ticks, don't burst
                         next_deadline = done
+
+    def _controller_streaming(self) -> bool:
+        """A command was seen within the last ``watchdog_ticks`` ticks (call with the lock held)."""
+        return self.core.tick - self.last_seen_command_tick <= self.settings.watchdog_ticks
 
     def backend_time(self) -> float:
         """Backend clock (s): simulated time for simulators."""

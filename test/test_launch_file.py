@@ -24,6 +24,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "clock": "lockstep",
             "rate_hz": 500.0,
             "sim_duration_s": 0.0,
+            "wait_for_subscribers": 0,
         }
         assert plan.processes[1].params["use_sim_time"] is True
     finally:
