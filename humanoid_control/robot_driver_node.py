@@ -281,7 +281,8 @@ class RobotDriverNode(Node):
                 return
             if time.monotonic() > deadline:
                 self.get_logger().warning(
-                    f"only {count} of {self.wait_for_subscribers} /joint_states subscribers after 30 s: starting"
+                    f"only {count} of {self.wait_for_subscribers} /joint_states subscribers "
+                    "after 30 s: starting"
                 )
                 return
             time.sleep(0.01)
