@@ -9,7 +9,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from humanoid_control.robot_config import ConfigError, load_robot_config
+from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, run_node
 from humanoid_control.urdf import robot_description_xml
 
@@ -36,14 +36,7 @@ class RobotDescriptionNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack robot_description``."""
 
-    def factory() -> RobotDescriptionNode:
-        try:
-            return RobotDescriptionNode()
-        except (ConfigError, ValueError) as exc:
-            print(f"robot_description: error: {exc}", flush=True)
-            raise SystemExit(2) from None
-
-    return run_node(factory, args)
+    return run_node(RobotDescriptionNode, args, "robot_description")
 
 
 if __name__ == "__main__":

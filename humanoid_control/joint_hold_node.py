@@ -11,7 +11,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from humanoid_control.robot_config import ConfigError, load_robot_config
+from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, run_node
 
 
@@ -37,14 +37,7 @@ class JointHoldNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack joint_hold_controller``."""
 
-    def factory() -> JointHoldNode:
-        try:
-            return JointHoldNode()
-        except (ConfigError, ValueError) as exc:
-            print(f"joint_hold_controller: error: {exc}", flush=True)
-            raise SystemExit(2) from None
-
-    return run_node(factory, args)
+    return run_node(JointHoldNode, args, "joint_hold_controller")
 
 
 if __name__ == "__main__":

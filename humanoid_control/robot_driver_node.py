@@ -467,14 +467,7 @@ def _sleep_until(deadline: float, spin_margin: float) -> float:
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack robot_driver``."""
 
-    def factory() -> RobotDriverNode:
-        try:
-            return RobotDriverNode()
-        except (ConfigError, ValueError) as exc:
-            print(f"robot_driver: error: {exc}", flush=True)
-            raise SystemExit(2) from None
-
-    return run_node(factory, args)
+    return run_node(RobotDriverNode, args, "robot_driver")
 
 
 if __name__ == "__main__":

@@ -83,8 +83,12 @@ def _coerce_integer_override(node: Any, name: str) -> None:
         overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(value.value))
 
 
-def run_node(factory: Callable[[], Any], args: list[str] | None = None) -> int:
-    """Init rclpy, build the node, spin it until SIGINT/shutdown, clean up. Returns an exit code."""
+def run_node(factory: Callable[[], Any], args: list[str] | None = None, program: str = "node") -> int:
+    """Init rclpy, build the node, spin it until SIGINT/shutdown, clean up. Returns an exit code.
+
+    A configuration or parameter error while building the node (``ValueError``, including ``ConfigError``) is
+    printed as ``<program>: error: ...`` and gives exit code 2.
+    """
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
@@ -92,7 +96,11 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None) -> int:
     node = None
     code = 0
     try:
-        node = factory()
+        try:
+            node = factory()
+        except ValueError as exc:
+            print(f"{program}: error: {exc}", flush=True)
+            raise SystemExit(2) from None
         executor = make_executor()
         executor.add_node(node)
         executor.spin()
