@@ -15,8 +15,10 @@ $(STAMP): requirements.txt setup.py package.xml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { $(PYTHON) -m pip install --user -q virtualenv && $(PYTHON) -m virtualenv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 	$(PY) -m pip install -q -r requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
+	@# pretrained policies: holosoma-inference's ONNX files only (its runtime dependencies are not needed)
+	$(PY) -m pip install -q --no-deps "holosoma-inference==0.1.3" 2>&1 | grep -v "^WARNING: Location" || true
 	$(PY) -m pip install -q --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
-	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control" \
+	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control, humanoid_policy; from humanoid_policy.manifest import load_policy; load_policy('holosoma/g1_ppo')" \
 		|| { echo "setup: the Python environment is incomplete"; exit 1; }
 	@# headless rendering needs an OpenGL library (EGL, else OSMesa)
 	@ldconfig -p | grep -qE "libEGL.so.1|libOSMesa.so" || { \

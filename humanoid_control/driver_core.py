@@ -188,6 +188,22 @@ class DriverCore:
         self.command_profile = self.config.gain_profile(name)
         self.settings.command_profile = name
 
+    def set_command_gains(self, kp: np.ndarray, kd: np.ndarray, name: str = "custom") -> None:
+        """Use explicit per-joint gains (configuration order) for commands, e.g. a learned policy's PD gains.
+
+        Raises:
+            ValueError: wrong length, non-finite or negative values.
+        """
+        n = self.config.num_joints
+        kp, kd = np.asarray(kp, dtype=float), np.asarray(kd, dtype=float)
+        for label, arr in (("kp", kp), ("kd", kd)):
+            if arr.shape != (n,):
+                raise ValueError(f"{label} has {arr.size} values; the robot has {n} joints")
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(f"{label} must be finite and non-negative")
+        self.command_profile = GainProfile(name=name, kp=kp.copy(), kd=kd.copy())
+        self.settings.command_profile = name
+
     def submit(self, command: JointCommand) -> bool:
         """Offer a validated command. Returns True if it is now the command in force.
 

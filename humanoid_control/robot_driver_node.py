@@ -145,6 +145,23 @@ class RobotDriverNode(Node):
                     f"parameter rate_hz: {rate} Hz is not a whole number of physics steps of "
                     f"{self.config.simulation.timestep} s"
                 )
+        # explicit per-joint command gains (configuration order), e.g. set by a policy runner from its manifest
+        from rcl_interfaces.msg import ParameterDescriptor
+        from rclpy.parameter import Parameter
+
+        for name, what in (("command_kp", "stiffness (N m/rad)"), ("command_kd", "damping (N m s/rad)")):
+            self.declare_parameter(
+                name,
+                Parameter.Type.DOUBLE_ARRAY,
+                ParameterDescriptor(
+                    description=f"command {what} per joint in configuration order; overrides gain_profile"
+                ),
+            )
+        kp0, kd0 = self.get_parameter("command_kp").value, self.get_parameter("command_kd").value
+        if kp0 is not None or kd0 is not None:
+            if kp0 is None or kd0 is None:
+                raise ValueError("parameters command_kp and command_kd must be given together")
+            self.core.set_command_gains(list(kp0), list(kd0))
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         self.lock = threading.Lock()
@@ -196,13 +213,27 @@ class RobotDriverNode(Node):
     def _on_set_parameters(self, params: list[Any]) -> Any:
         from rcl_interfaces.msg import SetParametersResult
 
+        gains = {p.name: p.value for p in params if p.name in ("command_kp", "command_kd")}
         for p in params:
             if p.name == "gain_profile":
                 try:
                     self.config.gain_profile(p.value)
                 except ConfigError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
+        if gains:
+            if len(gains) != 2:
+                return SetParametersResult(
+                    successful=False, reason="set command_kp and command_kd together (one call)"
+                )
+            try:
+                probe = DriverCore(self.config, DriverSettings())
+                probe.set_command_gains(list(gains["command_kp"]), list(gains["command_kd"]))
+            except (ValueError, TypeError) as exc:
+                return SetParametersResult(successful=False, reason=f"refused gains: {exc}")
         with self.lock:
+            if gains:
+                self.core.set_command_gains(list(gains["command_kp"]), list(gains["command_kd"]))
+                self.get_logger().info("command gains set from command_kp / command_kd")
             for p in params:
                 if p.name == "gain_profile":
                     self.core.set_command_profile(p.value)

@@ -1,0 +1,115 @@
+"""Single-process policy loop: MuJoCo backend + driver core + policy runner, no ROS.
+
+The same pure cores the ROS nodes use (``DriverCore``, ``PolicyRunner``) in one loop, for benchmarks, for
+recording states (the parity test data) and for quick experiments. It is *not* the evaluation path: the
+sim-to-sim evaluation runs the ROS graph (``humanoid-eval locomotion``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from humanoid_control.driver_core import DriverCore, DriverSettings, JointCommand
+from humanoid_control.hardware.mujoco_sim import MujocoBackend, tilt_from_quat
+from humanoid_control.robot_config import RobotConfig
+from humanoid_policy.manifest import PolicyManifest
+from humanoid_policy.policy_core import PolicyCore
+from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState
+
+
+@dataclass
+class InProcessLog:
+    """Per-tick log of :func:`run_in_process` (robot order; policy steps logged separately)."""
+
+    t: list[float] = field(default_factory=list)
+    base_pos: list[np.ndarray] = field(default_factory=list)
+    base_quat: list[np.ndarray] = field(default_factory=list)
+    lin_vel_body: list[np.ndarray] = field(default_factory=list)
+    ang_vel_body: list[np.ndarray] = field(default_factory=list)
+    step_t: list[float] = field(default_factory=list)
+    step_q: list[np.ndarray] = field(default_factory=list)
+    step_dq: list[np.ndarray] = field(default_factory=list)
+    step_quat: list[np.ndarray] = field(default_factory=list)
+    step_gyro: list[np.ndarray] = field(default_factory=list)
+    step_cmd: list[np.ndarray] = field(default_factory=list)
+    step_obs: list[np.ndarray] = field(default_factory=list)
+    step_action: list[np.ndarray] = field(default_factory=list)
+    step_target: list[np.ndarray] = field(default_factory=list)
+    inference_s: list[float] = field(default_factory=list)
+    fell: bool = False
+    driver_mode: str = ""
+
+
+def command_at(script: list[tuple[str, float, tuple[float, float, float]]], t: float) -> np.ndarray:
+    """The command of a ``[(segment, duration_s, (vx, vy, wz)), ...]`` script at time ``t`` (s from start)."""
+    start = 0.0
+    for _name, duration, cmd in script:
+        if t < start + duration:
+            return np.array(cmd, dtype=float)
+        start += duration
+    return np.zeros(3)
+
+
+def run_in_process(
+    manifest: PolicyManifest,
+    robot: RobotConfig,
+    script: list[tuple[str, float, tuple[float, float, float]]],
+    rate_hz: float = 500.0,
+    settle_s: float = 2.0,
+) -> InProcessLog:
+    """Boot ramp of the driver (``settle_s``), the runner's ramp, then ``script``; returns the log."""
+    backend = MujocoBackend(robot)
+    driver = DriverCore(robot, DriverSettings(rate_hz=rate_hz, ramp_duration=settle_s))
+    core = PolicyCore(manifest, robot)
+    driver.set_command_gains(core.kp, core.kd, name=manifest.name)
+    runner = PolicyRunner(core, RunnerSettings())
+    runner.gains_ready = True
+    dt = 1.0 / rate_hz
+    log = InProcessLog()
+    run_t0: float | None = None
+    total = settle_s + runner.settings.ramp_s + sum(d for _, d, _ in script)
+    while backend.time < total + 0.5 * dt:
+        s = backend.read()
+        t = s.stamp
+        if driver.mode.value in ("hold", "active"):
+            runner.set_imu(ImuSample(t, s.imu_quat, s.gyro))
+            if runner.state == RunnerState.RUN and run_t0 is None:
+                run_t0 = t
+            cmd = command_at(script, t - run_t0) if run_t0 is not None else np.zeros(3)
+            runner.set_command(cmd, t)
+            t0 = time.perf_counter()
+            out = runner.update(t, s.q, s.dq, driver.mode.value)
+            if out.policy_step is not None:
+                log.inference_s.append(time.perf_counter() - t0)
+                st = out.policy_step
+                log.step_t.append(t)
+                log.step_q.append(s.q.copy())
+                log.step_dq.append(s.dq.copy())
+                log.step_quat.append(s.imu_quat.copy())
+                log.step_gyro.append(s.gyro.copy())
+                log.step_cmd.append(cmd.copy())
+                log.step_obs.append(st.obs.copy())
+                log.step_action.append(st.action.copy())
+                log.step_target.append(st.q_target.copy())
+            if out.q_target is not None:
+                z = np.zeros(robot.num_joints)
+                driver.submit(JointCommand(q=out.q_target, dq=z, tau_ff=z, stamp=t))
+        command = driver.update(s.q, s.dq, tilt_from_quat(s.imu_quat))
+        backend.write(command)
+        truth = backend.ground_truth()
+        log.t.append(t)
+        log.base_pos.append(truth.position.copy())
+        log.base_quat.append(truth.quat.copy())
+        log.lin_vel_body.append(truth.linear_velocity_body.copy())
+        log.ang_vel_body.append(truth.angular_velocity_body.copy())
+        if truth.position[2] < robot.simulation.fall_height or tilt_from_quat(truth.quat) > math.radians(60):
+            log.fell = True
+            break
+        backend.advance(dt)
+    log.driver_mode = driver.mode.value
+    backend.close()
+    return log

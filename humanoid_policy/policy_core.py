@@ -1,0 +1,228 @@
+"""Pure policy core (no rclpy): observation builder, gait clock, ONNX inference, action -> joint targets.
+
+The same classes run inside the ``policy_runner`` node and inside single-process benchmarks and tests.
+
+Per policy step (``rate_hz`` of the manifest), in this order - the order of holosoma-inference's deploy loop:
+
+1. the command ``(vx, vy, wz)`` (m/s, m/s, rad/s, heading frame) is clipped to the manifest's ranges;
+2. the gait clock advances by ``2 pi / (rate_hz period_s)`` and wraps to [-pi, pi); a zero command pins it
+   to ``standing``, and the first non-zero command after standing restarts it at ``start``;
+3. the observation is built from the measured state (terms in manifest order, each scaled, then clipped,
+   history per term oldest first) and cast to float32;
+4. the network runs; its raw output is clipped to ``action_clip`` and kept as the next ``actions`` term;
+5. joint targets ``q* = default_pose + action_scale * action`` (rad), in the policy's joint order, are
+   scattered into the robot's joint order (joints the policy does not drive keep the robot's default pose).
+
+Frames: ``gyro`` is the angular velocity of the base in the base (IMU) frame (rad/s); ``quat_wxyz`` is the
+base orientation (base -> world, w first); ``projected_gravity = R^T (0, 0, -1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from humanoid_control.robot_config import RobotConfig
+from humanoid_policy.manifest import PolicyManifest
+
+
+def projected_gravity(quat_wxyz: np.ndarray) -> np.ndarray:
+    """Unit gravity direction (0, 0, -1) of the world expressed in the body frame of ``quat_wxyz``."""
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    # third row of R (body->world) is R^T e_z; gravity is -e_z
+    return -np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
+
+
+class GaitClock:
+    """Per-leg gait phase (rad) of a :class:`~humanoid_policy.manifest.PhaseClock`."""
+
+    def __init__(self, spec: object, rate_hz: float) -> None:
+        self.spec = spec
+        self.dt = 2 * math.pi / (rate_hz * spec.period_s)  # type: ignore[attr-defined]
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the start phases, not standing."""
+        self.phase = np.array(self.spec.start, dtype=float)  # type: ignore[attr-defined]
+        self.standing = False
+
+    def advance(self, command: np.ndarray) -> np.ndarray:
+        """Advance one policy step given the (clipped) command ``(vx, vy, wz)``; returns the phases."""
+        self.phase = np.fmod(self.phase + self.dt + math.pi, 2 * math.pi) - math.pi
+        thr = self.spec.zero_threshold  # type: ignore[attr-defined]
+        if np.linalg.norm(command[:2]) < thr and abs(command[2]) < thr:
+            self.phase = np.array(self.spec.standing, dtype=float)  # type: ignore[attr-defined]
+            self.standing = True
+        elif self.standing:
+            self.phase = np.array(self.spec.start, dtype=float)  # type: ignore[attr-defined]
+            self.standing = False
+        return self.phase
+
+
+class ObservationBuilder:
+    """Builds the observation vector of a manifest from joint state (policy order), IMU and command."""
+
+    def __init__(self, manifest: PolicyManifest) -> None:
+        self.manifest = manifest
+        self.size = manifest.obs_size
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the history."""
+        self._history = {t.name: deque(maxlen=t.history) for t in self.manifest.terms}
+
+    def _raw(self, kind: str, values: dict[str, np.ndarray]) -> np.ndarray:
+        return values[kind]
+
+    def build(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        gyro: np.ndarray,
+        gravity: np.ndarray,
+        command: np.ndarray,
+        last_action: np.ndarray,
+        phase: np.ndarray | None,
+    ) -> np.ndarray:
+        """The observation (float32, ``obs_size``).
+
+        Args:
+            q, dq: joint positions (rad) and velocities (rad/s) in the policy's joint order.
+            gyro: base angular velocity in the base frame (rad/s). gravity: projected gravity (unit).
+            command: clipped ``(vx, vy, wz)``. last_action: previous raw action. phase: gait phases or None.
+        """
+        m = self.manifest
+        values = {
+            "base_ang_vel": gyro,
+            "projected_gravity": gravity,
+            "command_lin_vel": command[:2],
+            "command_ang_vel": command[2:3],
+            "velocity_command": command,
+            "dof_pos": q - m.default_pose,
+            "dof_vel": dq,
+            "actions": last_action,
+        }
+        if phase is not None:
+            values["sin_phase"] = np.sin(phase)
+            values["cos_phase"] = np.cos(phase)
+        out = np.empty(self.size, dtype=np.float32)
+        start = 0
+        for term in m.terms:
+            sample = (np.asarray(values[term.kind], dtype=float) * term.scale).astype(np.float32)
+            if term.clip is not None:
+                sample = np.clip(sample, -term.clip, term.clip)
+            hist = self._history[term.name]
+            if not hist and m.history_fill == "first":
+                hist.extend([sample] * (term.history - 1))
+            hist.append(sample)
+            pad = term.history - len(hist)
+            if pad > 0:
+                out[start : start + pad * term.dim] = 0.0
+            pos = start + max(pad, 0) * term.dim
+            for s in hist:
+                out[pos : pos + term.dim] = s
+                pos += term.dim
+            start += term.size
+        return out
+
+
+@dataclass
+class PolicyStep:
+    """Result of one policy step.
+
+    Attributes:
+        obs: the observation fed to the network. action: raw (clipped) network output, policy order.
+        q_target: joint targets (rad) in the robot's joint order. finite: False if the action had NaN/Inf.
+        command: the clipped command used. phase: gait phases used (or None).
+    """
+
+    obs: np.ndarray
+    action: np.ndarray
+    q_target: np.ndarray
+    finite: bool
+    command: np.ndarray
+    phase: np.ndarray | None
+
+
+class PolicyCore:
+    """A manifest bound to a robot: ONNX session, observation builder, gait clock and last action."""
+
+    def __init__(self, manifest: PolicyManifest, robot: RobotConfig, threads: int = 1) -> None:
+        import onnxruntime as ort
+
+        self.manifest = manifest
+        self.robot = robot
+        self.index = manifest.check_robot(robot)  # robot index of each policy joint
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(
+            str(manifest.onnx_path), opts, providers=["CPUExecutionProvider"]
+        )
+        self.builder = ObservationBuilder(manifest)
+        self.clock = GaitClock(manifest.phase, manifest.rate_hz) if manifest.phase else None
+        lo = [manifest.command_ranges[k][0] for k in ("lin_vel_x", "lin_vel_y", "ang_vel_z")]
+        hi = [manifest.command_ranges[k][1] for k in ("lin_vel_x", "lin_vel_y", "ang_vel_z")]
+        self.command_low, self.command_high = np.array(lo), np.array(hi)
+        # robot-order default targets: the policy's default pose on its joints, the robot's elsewhere
+        self.default_target = robot.array("default").copy()
+        self.default_target[self.index] = manifest.default_pose
+        # True when the driver's own hold pose is the policy's start pose (then the driver's hold is the ramp)
+        self.default_matches_robot = bool(
+            np.allclose(self.default_target, robot.array("default"), atol=1e-3)
+        )
+        stand = robot.gain_profile("stand")
+        self.kp, self.kd = stand.kp.copy(), stand.kd.copy()
+        self.kp[self.index], self.kd[self.index] = manifest.kp, manifest.kd
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the last action, restart the gait clock and forget the observation history."""
+        self.last_action = np.zeros(self.manifest.num_joints)
+        self.builder.reset()
+        if self.clock is not None:
+            self.clock.reset()
+
+    def clip_command(self, command: np.ndarray) -> np.ndarray:
+        """The command clipped to the manifest's ranges (non-finite entries become 0)."""
+        c = np.nan_to_num(np.asarray(command, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+        return np.clip(c, self.command_low, self.command_high)
+
+    def infer(self, obs: np.ndarray) -> np.ndarray:
+        """Run the network on one observation; the raw output (float64, policy order)."""
+        out = self.session.run([self.manifest.output_name], {self.manifest.input_name: obs[None, :]})[0]
+        return np.asarray(out, dtype=float).reshape(-1)
+
+    def step(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        gyro: np.ndarray,
+        quat_wxyz: np.ndarray,
+        command: np.ndarray,
+    ) -> PolicyStep:
+        """One policy step from robot-order joint state, IMU and operator command (see module docstring)."""
+        m = self.manifest
+        cmd = self.clip_command(command)
+        phase = self.clock.advance(cmd).copy() if self.clock is not None else None
+        obs = self.builder.build(
+            np.asarray(q, dtype=float)[self.index],
+            np.asarray(dq, dtype=float)[self.index],
+            np.asarray(gyro, dtype=float),
+            projected_gravity(np.asarray(quat_wxyz, dtype=float)),
+            cmd,
+            self.last_action,
+            phase,
+        )
+        action = self.infer(obs)
+        if m.action_clip is not None:
+            action = np.clip(action, -m.action_clip, m.action_clip)
+        finite = bool(np.all(np.isfinite(action)))
+        target = self.default_target.copy()
+        if finite:
+            self.last_action = action
+            target[self.index] = m.default_pose + m.action_scale * action
+        return PolicyStep(obs=obs, action=action, q_target=target, finite=finite, command=cmd, phase=phase)
