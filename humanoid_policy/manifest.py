@@ -183,7 +183,9 @@ class PolicyManifest:
         """Check the policy fits ``robot`` (joints, default pose within limits); the robot indices."""
         idx = self.robot_indices(robot)
         lower, upper = robot.array("lower")[idx], robot.array("upper")[idx]
-        bad = [n for n, q, lo, hi in zip(self.joint_names, self.default_pose, lower, upper) if not lo <= q <= hi]
+        bad = [
+            n for n, q, lo, hi in zip(self.joint_names, self.default_pose, lower, upper) if not lo <= q <= hi
+        ]
         if bad:
             raise ManifestError(f"policy '{self.name}': default pose outside the robot's limits for {bad}")
         return idx
@@ -396,7 +398,9 @@ def load_manifest_yaml(path: str | Path) -> PolicyManifest:
     kp = gains.get("kp") if "kp" in gains else field_value("kp")
     kd = gains.get("kd") if "kd" in gains else field_value("kd")
     if kp is None or kd is None:
-        raise _fail(where, "PD gains missing: give gains.kp and gains.kd, or read them from the ONNX metadata")
+        raise _fail(
+            where, "PD gains missing: give gains.kp and gains.kd, or read them from the ONNX metadata"
+        )
     obs = doc.get("observation") or {}
     terms = _terms(obs.get("terms"), n, where)
     order = obs.get("order", "as_listed")
@@ -528,7 +532,9 @@ def load_isaaclab_deploy(
         if key not in doc:
             raise _fail(where, f"deploy YAML lacks '{key}'")
     if onnx_path is None:
-        onnx_path = path.parent / doc["onnx"] if "onnx" in doc else path.parent.parent / "exported" / "policy.onnx"
+        onnx_path = (
+            path.parent / doc["onnx"] if "onnx" in doc else path.parent.parent / "exported" / "policy.onnx"
+        )
     onnx_path = Path(onnx_path)
     inputs, outputs, _meta = _onnx_io(onnx_path, where)
     n = len(doc["default_joint_pos"])
@@ -536,10 +542,14 @@ def load_isaaclab_deploy(
         joints = tuple(doc["joint_names"])
     else:
         if robot is None:
-            raise _fail(where, "no joint_names in the deploy YAML: pass the robot whose joint order is the SDK's")
+            raise _fail(
+                where, "no joint_names in the deploy YAML: pass the robot whose joint order is the SDK's"
+            )
         ids = doc.get("joint_ids_map", list(range(n)))
         if len(ids) != n or any(not 0 <= int(i) < robot.num_joints for i in ids):
-            raise _fail(where, f"joint_ids_map {ids} does not index the {robot.num_joints} joints of {robot.name}")
+            raise _fail(
+                where, f"joint_ids_map {ids} does not index the {robot.num_joints} joints of {robot.name}"
+            )
         joints = tuple(robot.joint_names[int(i)] for i in ids)
     if len(joints) != n:
         raise _fail(where, f"{len(joints)} joint names for {n} default_joint_pos values")

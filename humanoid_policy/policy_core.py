@@ -159,9 +159,7 @@ class PolicyCore:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(manifest.onnx_path), opts, providers=["CPUExecutionProvider"]
-        )
+        self.session = ort.InferenceSession(str(manifest.onnx_path), opts, providers=["CPUExecutionProvider"])
         self.builder = ObservationBuilder(manifest)
         self.clock = GaitClock(manifest.phase, manifest.rate_hz) if manifest.phase else None
         lo = [manifest.command_ranges[k][0] for k in ("lin_vel_x", "lin_vel_y", "ang_vel_z")]
@@ -171,9 +169,7 @@ class PolicyCore:
         self.default_target = robot.array("default").copy()
         self.default_target[self.index] = manifest.default_pose
         # True when the driver's own hold pose is the policy's start pose (then the driver's hold is the ramp)
-        self.default_matches_robot = bool(
-            np.allclose(self.default_target, robot.array("default"), atol=1e-3)
-        )
+        self.default_matches_robot = bool(np.allclose(self.default_target, robot.array("default"), atol=1e-3))
         stand = robot.gain_profile("stand")
         self.kp, self.kd = stand.kp.copy(), stand.kd.copy()
         self.kp[self.index], self.kd[self.index] = manifest.kp, manifest.kd

@@ -2,8 +2,7 @@
 
 Runs the in-process loop (MuJoCo + driver core + policy runner) on a short command script and writes, per
 policy step, the inputs the policy used: ``q``, ``dq`` (policy joint order, rad, rad/s), ``quat_wxyz`` (IMU
-orientation), ``gyro`` (rad/s, IMU frame), ``cmd`` (vx, vy, wz) and what this stack computed from them:
-``obs``, ``action`` (raw, clipped) and ``q_target`` (policy order).
+orientation), ``gyro`` (rad/s, IMU frame) and ``cmd`` (vx, vy, wz).
 
     .venv/bin/python scripts/record_policy_states.py --policy ppo --out test/data/holosoma_states_ppo.npz
 
@@ -54,9 +53,6 @@ def main() -> None:
         quat_wxyz=np.array(log.step_quat),
         gyro=np.array(log.step_gyro),
         cmd=np.array(log.step_cmd),
-        obs=np.array(log.step_obs, dtype=np.float32),
-        action=np.array(log.step_action),
-        q_target=np.array(log.step_target)[:, idx],
     )
     print(f"{len(log.step_t)} policy steps -> {args.out}")
 

@@ -1,0 +1,307 @@
+"""Policy runner node: a learned locomotion policy (ONNX, described by a manifest) driving the robot driver.
+
+Topics:
+
+- subscribes ``/joint_states`` (sensor_msgs/JointState), ``/imu/data`` (sensor_msgs/Imu: orientation and
+  angular velocity in the IMU frame), ``/cmd_vel`` (geometry_msgs/Twist: linear.x, linear.y in m/s and
+  angular.z in rad/s, heading frame; clipped to the manifest's ranges), ``/robot_driver/mode`` (latched);
+  it never reads ``/sim/*``;
+- publishes ``/joint_commands`` (sensor_msgs/JointState: position = q*, stamped with the joint state it answers,
+  once per joint state, so the driver's lockstep and watchdog see a steady stream), ``~/state``
+  (std_msgs/String, latched) and ``/diagnostics``.
+
+Services (std_srvs/Trigger): ``~/start``, ``~/stop`` (the driver ramps back to ``hold``), ``~/reset`` (leave
+``fault``).
+
+Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
+to the manifest's PD gains through ``<driver>/set_parameters``, and sends nothing before the driver accepted
+them. Faults (stale IMU, non-finite state, NaN action, driver in damping) stop the command stream; for a NaN
+action or stale input the node also calls ``<driver>/estop``, so the joints are damped at once (the driver's
+watchdog would do it ``watchdog_ticks`` later anyway).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist
+from rcl_interfaces.srv import SetParameters
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from humanoid_control.robot_config import load_robot_config
+from humanoid_control.ros_utils import declare, from_time_msg, run_node
+from humanoid_policy.manifest import load_policy
+from humanoid_policy.policy_core import PolicyCore
+from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState
+
+
+class PolicyRunnerNode(Node):
+    """ROS 2 adapter of :class:`PolicyRunner`."""
+
+    def __init__(self) -> None:
+        super().__init__("policy_runner")
+        robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
+        policy = declare(
+            self,
+            "policy",
+            "holosoma/g1_ppo",
+            "policy name (config/policies) or manifest/ONNX path",
+            read_only=True,
+        )
+        settings = RunnerSettings(
+            ramp_s=declare(
+                self, "ramp_s", 1.0, "ramp to the default pose when the driver is not holding (s)", 0.0, 30.0
+            ),
+            autostart=declare(self, "autostart", True, "run the policy as soon as the robot stands ready"),
+            max_imu_age_s=declare(
+                self,
+                "max_imu_age_s",
+                0.05,
+                "IMU sample older than the joint state by more -> fault (s)",
+                0.001,
+                5.0,
+            ),
+            command_timeout_s=declare(
+                self,
+                "command_timeout_s",
+                0.0,
+                "zero a /cmd_vel older than this (s); 0 keeps the last",
+                0.0,
+                60.0,
+            ),
+        )
+        self.driver = declare(
+            self, "driver", "/robot_driver", "robot driver node name", read_only=True
+        ).rstrip("/")
+        self.estop_on_fault = declare(self, "estop_on_fault", True, "call <driver>/estop on a fault")
+        threads = declare(self, "inference_threads", 1, "onnxruntime intra-op threads", 1, 16, read_only=True)
+
+        self.robot = load_robot_config(robot)
+        self.manifest = load_policy(policy, self.robot)  # every contract check happens here, before moving
+        self.core = PolicyCore(self.manifest, self.robot, threads=threads)
+        self.runner = PolicyRunner(self.core, settings)
+        self.names = list(self.robot.joint_names)
+        self.driver_mode: str | None = None
+        self.imu_refused = 0
+        self.states_refused = 0
+        self.last_refusal = ""
+        self.inference_us: list[float] = []
+        self._published_state = ""
+        self._estop_sent = False
+        self._last_diag = -1e9
+        self._index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        self._order_cache: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._zeros = [0.0] * len(self.names)
+
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
+        self.pub_state = self.create_publisher(String, "~/state", latched)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(Imu, "/imu/data", self._on_imu, reliable)
+        self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
+        self.create_subscription(
+            String,
+            f"{self.driver}/mode",
+            self._on_driver_mode,
+            QoSProfile(
+                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
+        self.create_subscription(JointState, "/joint_states", self._on_joint_states, reliable)
+        self.create_service(Trigger, "~/start", self._on_start)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
+        self.estop_client = self.create_client(Trigger, f"{self.driver}/estop")
+        self.hold_client = self.create_client(Trigger, f"{self.driver}/hold")
+        self._gain_request: Any = None
+        self.create_timer(0.2, self._request_gains)
+        self._publish_state()
+        self.get_logger().info(
+            f"policy {self.manifest.name}: {self.manifest.onnx_path.name}, {self.manifest.num_joints} joints, "
+            f"obs {self.manifest.obs_size}, {self.manifest.rate_hz:g} Hz"
+        )
+
+    # ------------------------------------------------------------------ gains
+    def _request_gains(self) -> None:
+        if self.runner.gains_ready or self._gain_request is not None:
+            return
+        if not self.param_client.service_is_ready():
+            return
+        req = SetParameters.Request()
+        req.parameters = [
+            Parameter(
+                "command_kp", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in self.core.kp]
+            ).to_parameter_msg(),
+            Parameter(
+                "command_kd", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in self.core.kd]
+            ).to_parameter_msg(),
+        ]
+        self._gain_request = self.param_client.call_async(req)
+        self._gain_request.add_done_callback(self._on_gains_set)
+
+    def _on_gains_set(self, future: Any) -> None:
+        self._gain_request = None
+        try:
+            results = future.result().results
+        except Exception as exc:
+            self.get_logger().error(f"setting the driver's gains failed: {exc}")
+            return
+        if all(r.successful for r in results):
+            self.runner.gains_ready = True
+            self.get_logger().info(
+                f"driver uses the policy's PD gains ({self.driver}/command_kp, command_kd)"
+            )
+        else:
+            reasons = "; ".join(r.reason for r in results if not r.successful)
+            self.get_logger().error(f"the driver refused the policy's gains: {reasons}")
+
+    # ------------------------------------------------------------------ inputs
+    def _on_imu(self, msg: Imu) -> None:
+        o, w = msg.orientation, msg.angular_velocity
+        sample = ImuSample(
+            from_time_msg(msg.header.stamp), np.array([o.w, o.x, o.y, o.z]), np.array([w.x, w.y, w.z])
+        )
+        if not self.runner.set_imu(sample):
+            self.imu_refused += 1
+            self.last_refusal = "IMU sample with non-finite or non-unit values"
+            self.get_logger().warning(
+                "dropped an IMU sample with non-finite values", throttle_duration_sec=1.0
+            )
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        cmd = np.array([msg.linear.x, msg.linear.y, msg.angular.z])
+        if not np.all(np.isfinite(cmd)):
+            self.get_logger().warning("refused a non-finite /cmd_vel", throttle_duration_sec=1.0)
+            return
+        self.runner.set_command(cmd, self.runner.imu.t if self.runner.imu else 0.0)
+
+    def _on_driver_mode(self, msg: String) -> None:
+        self.driver_mode = msg.data
+
+    def _reorder(self, msg: JointState) -> tuple[np.ndarray, np.ndarray] | None:
+        names = tuple(msg.name)
+        if self._order_cache is None or self._order_cache[0] != names:
+            try:
+                order = np.array([names.index(n) for n in self.names])
+            except ValueError:
+                missing = [n for n in self.names if n not in names]
+                self.states_refused += 1
+                self.last_refusal = f"joint state without joints {missing}"
+                self.get_logger().error(
+                    f"dropped /joint_states: missing {missing}", throttle_duration_sec=1.0
+                )
+                return None
+            self._order_cache = (names, order)
+        order = self._order_cache[1]
+        if len(msg.position) != len(names) or len(msg.velocity) != len(names):
+            self.states_refused += 1
+            self.last_refusal = "joint state with wrong lengths"
+            return None
+        return np.asarray(msg.position)[order], np.asarray(msg.velocity)[order]
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        state = self._reorder(msg)
+        if state is None:
+            return
+        t = from_time_msg(msg.header.stamp)
+        t0 = time.perf_counter()
+        out = self.runner.update(t, state[0], state[1], self.driver_mode)
+        if out.policy_step is not None:
+            self.inference_us.append((time.perf_counter() - t0) * 1e6)
+            del self.inference_us[:-2000]
+        if out.q_target is not None:
+            cmd = JointState(
+                name=self.names, position=out.q_target.tolist(), velocity=self._zeros, effort=self._zeros
+            )
+            cmd.header.stamp = msg.header.stamp
+            self.pub_cmd.publish(cmd)
+        if self.runner.state == RunnerState.FAULT and not self._estop_sent:
+            self._estop_sent = True
+            self.get_logger().error(f"FAULT: {self.runner.reason}; command stream stopped")
+            if self.estop_on_fault and self.runner.reason != "the driver went to damping":
+                if self.estop_client.service_is_ready():
+                    self.estop_client.call_async(Trigger.Request())
+                else:
+                    self.get_logger().error(
+                        f"{self.driver}/estop unavailable; the driver's watchdog will damp"
+                    )
+        self._publish_state()
+        if t - self._last_diag >= 1.0:
+            self._last_diag = t
+            self._publish_diagnostics(msg.header.stamp)
+
+    # ------------------------------------------------------------------ services
+    def _on_start(self, _req: Any, resp: Any) -> Any:
+        resp.success, resp.message = self.runner.start()
+        self._publish_state()
+        return resp
+
+    def _on_stop(self, _req: Any, resp: Any) -> Any:
+        was_running = self.runner.state in (RunnerState.RUN, RunnerState.RAMP)
+        resp.success, resp.message = self.runner.stop()
+        if was_running and self.hold_client.service_is_ready():
+            self.hold_client.call_async(Trigger.Request())
+        self._publish_state()
+        return resp
+
+    def _on_reset(self, _req: Any, resp: Any) -> Any:
+        self.runner.reset()
+        self._estop_sent = False
+        resp.success, resp.message = True, "waiting for state; reset the driver too if it is damping"
+        self._publish_state()
+        return resp
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_state(self) -> None:
+        state = self.runner.state.value
+        if state != self._published_state:
+            self._published_state = state
+            self.pub_state.publish(String(data=state))
+            self.get_logger().info(f"state -> {state} ({self.runner.reason})")
+
+    def _publish_diagnostics(self, stamp: Any) -> None:
+        inf = np.array(self.inference_us) if self.inference_us else np.zeros(1)
+        values = {
+            "state": self.runner.state.value,
+            "reason": self.runner.reason,
+            "policy": self.manifest.name,
+            "policy_steps": self.runner.steps,
+            "gains_set": self.runner.gains_ready,
+            "driver_mode": self.driver_mode or "unknown",
+            "imu_refused": self.imu_refused,
+            "states_refused": self.states_refused,
+            "last_refusal": self.last_refusal,
+            "command": " ".join(f"{v:.3f}" for v in self.runner.command),
+            "step_us_median": f"{np.median(inf):.1f}",
+            "step_us_p99": f"{np.percentile(inf, 99):.1f}",
+        }
+        status = DiagnosticStatus(name="policy_runner", hardware_id=self.manifest.name)
+        if self.runner.state == RunnerState.FAULT:
+            status.level, status.message = DiagnosticStatus.ERROR, f"fault: {self.runner.reason}"
+        else:
+            status.level, status.message = DiagnosticStatus.OK, self.runner.state.value
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = stamp
+        self.pub_diag.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``ros2 run humanoid_stack policy_runner``."""
+    return run_node(PolicyRunnerNode, args, "policy_runner")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
