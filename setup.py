@@ -46,11 +46,13 @@ setup(
             "robot_driver = humanoid_control.robot_driver_node:main",
             "robot_description = humanoid_bringup.robot_description_node:main",
             "joint_hold_controller = humanoid_control.joint_hold_node:main",
+            "policy_runner = humanoid_policy.policy_runner_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launch_runner:main",
             "humanoid-bench = humanoid_bringup.bench:main",
             "humanoid-demo = humanoid_bringup.demo:main",
             "humanoid-urdf = humanoid_bringup.urdf_tool:main",
+            "humanoid-eval = humanoid_bringup.evaluate:main",
         ],
     },
 )

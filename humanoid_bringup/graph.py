@@ -118,6 +118,7 @@ class Recorded:
     truth_twist: list[list[float]] = field(default_factory=list)
     joint_t: list[float] = field(default_factory=list)
     joint_q: list[list[float]] = field(default_factory=list)
+    joint_effort: list[list[float]] = field(default_factory=list)
     joint_names: list[str] = field(default_factory=list)
     contact_fz: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     modes: list[str] = field(default_factory=list)
@@ -213,6 +214,7 @@ class GraphProbe:
         with self.lock:
             self.data.joint_t.append(t)
             self.data.joint_q.append(list(msg.position))
+            self.data.joint_effort.append(list(msg.effort))
             if not self.data.joint_names:
                 self.data.joint_names = list(msg.name)
         if self.controller is not None:

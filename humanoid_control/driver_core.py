@@ -244,6 +244,20 @@ class DriverCore:
             self.counters.faults += 1
             self._enter(DriverMode.DAMPING, reason)
 
+    def hold(self, q_measured: np.ndarray | None = None) -> tuple[bool, str]:
+        """Controller hand-back: ramp from the measured pose to the default pose (``stand`` gains), then hold.
+
+        Refused in ``damping`` (that needs :meth:`reset`).
+        """
+        if self.mode == DriverMode.DAMPING:
+            return False, f"refused: damping ({self.mode_reason}); call reset"
+        if self.mode == DriverMode.RAMP:
+            return True, "already ramping to the default pose"
+        self.last_command = None
+        self._ramp_start = None if q_measured is None else np.array(q_measured, dtype=float)
+        self._enter(DriverMode.RAMP, "hold requested")
+        return True, "ramping to the default pose, then hold"
+
     def reset(self, q_measured: np.ndarray | None = None) -> None:
         """Leave damping (or restart): ramp from the measured pose to the default pose, then hold."""
         self.last_command = None

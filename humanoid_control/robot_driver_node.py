@@ -7,7 +7,8 @@ Topics (see docs/architecture.md for the whole contract):
   for simulators also ``/clock``, ``/sim/ground_truth`` (nav_msgs/Odometry, world -> base, twist in the base
   frame) and ``/sim/contacts/{left,right}`` (geometry_msgs/WrenchStamped in the sole frames).
 - subscribes ``/joint_commands`` (sensor_msgs/JointState: position = q*, velocity = dq*, effort = tau_ff).
-- services ``~/estop`` and ``~/reset`` (std_srvs/Trigger).
+- services ``~/estop``, ``~/reset`` and ``~/hold`` (std_srvs/Trigger; ``hold`` hands control back from a
+  controller: ramp from the current pose to the default pose, then hold).
 
 Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
 simulated time, and once a controller is active each tick waits until the command answering that tick's
@@ -145,19 +146,21 @@ class RobotDriverNode(Node):
                     f"parameter rate_hz: {rate} Hz is not a whole number of physics steps of "
                     f"{self.config.simulation.timestep} s"
                 )
-        # explicit per-joint command gains (configuration order), e.g. set by a policy runner from its manifest
+        # explicit per-joint command gains (configuration order), e.g. set by a policy runner (manifest)
         from rcl_interfaces.msg import ParameterDescriptor
         from rclpy.parameter import Parameter
 
+        gains0 = []
         for name, what in (("command_kp", "stiffness (N m/rad)"), ("command_kd", "damping (N m s/rad)")):
-            self.declare_parameter(
+            param = self.declare_parameter(
                 name,
                 Parameter.Type.DOUBLE_ARRAY,
                 ParameterDescriptor(
                     description=f"command {what} per joint in configuration order; overrides gain_profile"
                 ),
             )
-        kp0, kd0 = self.get_parameter("command_kp").value, self.get_parameter("command_kd").value
+            gains0.append(param.value)
+        kp0, kd0 = gains0
         if kp0 is not None or kd0 is not None:
             if kp0 is None or kd0 is None:
                 raise ValueError("parameters command_kp and command_kd must be given together")
@@ -196,6 +199,7 @@ class RobotDriverNode(Node):
         self.create_subscription(JointState, "/joint_commands", self._on_command, reliable)
         self.create_service(Trigger, "~/estop", self._on_estop)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_service(Trigger, "~/hold", self._on_hold)
 
         self._joint_msg = JointState(name=self.config.joint_names)
         self._imu_msg = Imu()
@@ -268,6 +272,14 @@ class RobotDriverNode(Node):
             self.command_arrived.notify_all()
         self.get_logger().error("E-STOP: damping latched until ~/reset")
         resp.success, resp.message = True, "damping latched until ~/reset"
+        return resp
+
+    def _on_hold(self, _req: Any, resp: Any) -> Any:
+        state = self.backend_state
+        with self.lock:
+            resp.success, resp.message = self.core.hold(None if state is None else state.q)
+            self.last_seen_command_tick = -(10**9)  # the controller stopped: lockstep no longer waits for it
+        self.get_logger().info(f"hold: {resp.message}")
         return resp
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:

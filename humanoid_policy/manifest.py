@@ -7,13 +7,14 @@ must use, the control rate, the command ranges and the gait-phase clock.
 
 Three loaders build one (all return the same dataclass; see ``docs/policy.md``):
 
-- :func:`load_manifest_yaml` - this project's manifest YAML (``format: humanoid_policy/v1``), written by hand,
-  or with ``from_onnx_metadata`` naming fields to read from the ONNX metadata (how ``config/policies/holosoma``
-  describes the holosoma-inference policies);
+- :func:`load_manifest_yaml` - this project's manifest YAML (``format: humanoid_policy/v1``), by hand,
+  or with ``from_onnx_metadata`` naming fields to read from the ONNX metadata (how
+  ``config/policies/holosoma`` describes the holosoma-inference policies);
 - :func:`load_holosoma_onnx` - a bare holosoma-inference locomotion ONNX file: joint names, kp, kd and command
   ranges from its metadata, the observation convention of its G1 29-DoF locomotion policies;
 - :func:`load_isaaclab_deploy` - an Isaac Lab ``deploy.yaml`` (unitree_rl_lab style: ``joint_ids_map``,
-  ``step_dt``, ``stiffness``, ``damping``, ``default_joint_pos``, ``commands``, ``actions``, ``observations``).
+  ``step_dt``, ``stiffness``, ``damping``, ``default_joint_pos``, ``commands``, ``actions``,
+  ``observations``).
 
 :func:`load_policy` resolves a policy argument (``holosoma/g1_ppo``, a ``.yaml`` or an ``.onnx`` path).
 Every mismatch - a joint the robot lacks, an observation size differing from the ONNX input, missing gains,
@@ -128,7 +129,8 @@ class PolicyManifest:
         kp, kd: PD gains the joints must run with (N m/rad, N m s/rad).
         rate_hz: policy steps per second.
         command_ranges: ``{lin_vel_x|lin_vel_y|ang_vel_z: (lo, hi)}``; commands are clipped to them.
-        terms: observation terms in vector order. history_fill: ``zeros`` or ``first`` (repeat the first sample).
+        terms: observation terms in vector order.
+        history_fill: ``zeros`` or ``first`` (repeat the first sample).
         phase: gait clock, if the policy observes one.
     """
 
@@ -183,9 +185,8 @@ class PolicyManifest:
         """Check the policy fits ``robot`` (joints, default pose within limits); the robot indices."""
         idx = self.robot_indices(robot)
         lower, upper = robot.array("lower")[idx], robot.array("upper")[idx]
-        bad = [
-            n for n, q, lo, hi in zip(self.joint_names, self.default_pose, lower, upper) if not lo <= q <= hi
-        ]
+        rows = zip(self.joint_names, self.default_pose, lower, upper, strict=True)
+        bad = [n for n, q, lo, hi in rows if not lo <= q <= hi]
         if bad:
             raise ManifestError(f"policy '{self.name}': default pose outside the robot's limits for {bad}")
         return idx
@@ -491,7 +492,7 @@ def load_holosoma_onnx(onnx_path: str | Path) -> PolicyManifest:
     n = len(joints)
     if n != template.num_joints:
         raise _fail(where, f"holosoma G1 locomotion convention expects 29 joints, metadata names {n}")
-    default = dict(zip(template.joint_names, template.default_pose))
+    default = dict(zip(template.joint_names, template.default_pose, strict=True))
     manifest = replace(
         template,
         name=onnx_path.stem,
@@ -514,11 +515,12 @@ def load_isaaclab_deploy(
 ) -> PolicyManifest:
     """A manifest from an Isaac Lab deploy YAML (unitree_rl_lab ``params/deploy.yaml`` layout).
 
-    Per-joint arrays are in the policy's order; ``joint_ids_map[i]`` is the robot (SDK) index of policy joint
-    ``i``. Joint names come from a ``joint_names`` key if present, else from ``robot``'s joint order, which must
-    then be the SDK order. Observations are concatenated in the YAML's order, each term's history oldest
-    first, filled with the first sample (Isaac Lab's circular buffer). The ONNX defaults to
-    ``../exported/policy.onnx`` next to ``params/``, or an ``onnx`` key relative to the YAML.
+     Per-joint arrays are in the policy's order; ``joint_ids_map[i]`` is the robot (SDK) index of policy joint
+     ``i``. Joint names come from a ``joint_names`` key if present, else from ``robot``'s joint order, which
+    must
+     then be the SDK order. Observations are concatenated in the YAML's order, each term's history oldest
+     first, filled with the first sample (Isaac Lab's circular buffer). The ONNX defaults to
+     ``../exported/policy.onnx`` next to ``params/``, or an ``onnx`` key relative to the YAML.
     """
     path = Path(deploy_yaml)
     where = str(path)

@@ -6,7 +6,8 @@ Topics:
   angular velocity in the IMU frame), ``/cmd_vel`` (geometry_msgs/Twist: linear.x, linear.y in m/s and
   angular.z in rad/s, heading frame; clipped to the manifest's ranges), ``/robot_driver/mode`` (latched);
   it never reads ``/sim/*``;
-- publishes ``/joint_commands`` (sensor_msgs/JointState: position = q*, stamped with the joint state it answers,
+- publishes ``/joint_commands`` (sensor_msgs/JointState: position = q*, stamped with the joint state it
+  answers,
   once per joint state, so the driver's lockstep and watchdog see a steady stream), ``~/state``
   (std_msgs/String, latched) and ``/diagnostics``.
 
@@ -14,7 +15,7 @@ Services (std_srvs/Trigger): ``~/start``, ``~/stop`` (the driver ramps back to `
 ``fault``).
 
 Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
-to the manifest's PD gains through ``<driver>/set_parameters``, and sends nothing before the driver accepted
+to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the driver accepted
 them. Faults (stale IMU, non-finite state, NaN action, driver in damping) stop the command stream; for a NaN
 action or stale input the node also calls ``<driver>/estop``, so the joints are damped at once (the driver's
 watchdog would do it ``watchdog_ticks`` later anyway).
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.srv import SetParametersAtomically
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -122,15 +123,17 @@ class PolicyRunnerNode(Node):
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_service(Trigger, "~/reset", self._on_reset)
-        self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
+        self.param_client = self.create_client(SetParametersAtomically, f"{self.driver}/set_parameters_atomically")
         self.estop_client = self.create_client(Trigger, f"{self.driver}/estop")
         self.hold_client = self.create_client(Trigger, f"{self.driver}/hold")
         self._gain_request: Any = None
-        self.create_timer(0.2, self._request_gains)
+        from rclpy.clock import Clock, ClockType
+
+        self.create_timer(0.2, self._request_gains, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._publish_state()
         self.get_logger().info(
-            f"policy {self.manifest.name}: {self.manifest.onnx_path.name}, {self.manifest.num_joints} joints, "
-            f"obs {self.manifest.obs_size}, {self.manifest.rate_hz:g} Hz"
+            f"policy {self.manifest.name}: {self.manifest.onnx_path.name}, "
+            f"{self.manifest.num_joints} joints, obs {self.manifest.obs_size}, {self.manifest.rate_hz:g} Hz"
         )
 
     # ------------------------------------------------------------------ gains
@@ -139,7 +142,7 @@ class PolicyRunnerNode(Node):
             return
         if not self.param_client.service_is_ready():
             return
-        req = SetParameters.Request()
+        req = SetParametersAtomically.Request()
         req.parameters = [
             Parameter(
                 "command_kp", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in self.core.kp]
@@ -154,18 +157,17 @@ class PolicyRunnerNode(Node):
     def _on_gains_set(self, future: Any) -> None:
         self._gain_request = None
         try:
-            results = future.result().results
+            result = future.result().result
         except Exception as exc:
             self.get_logger().error(f"setting the driver's gains failed: {exc}")
             return
-        if all(r.successful for r in results):
+        if result.successful:
             self.runner.gains_ready = True
             self.get_logger().info(
                 f"driver uses the policy's PD gains ({self.driver}/command_kp, command_kd)"
             )
         else:
-            reasons = "; ".join(r.reason for r in results if not r.successful)
-            self.get_logger().error(f"the driver refused the policy's gains: {reasons}")
+            self.get_logger().error(f"the driver refused the policy's gains: {result.reason}")
 
     # ------------------------------------------------------------------ inputs
     def _on_imu(self, msg: Imu) -> None:

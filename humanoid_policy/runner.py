@@ -2,12 +2,12 @@
 
 States (``RunnerState``), as in real deploy code:
 
-- ``wait_state``: no joint state or IMU sample yet, the driver has not taken the policy's gains, or the driver is
-  still ramping: no command.
+- ``wait_state``: no joint state or IMU sample yet, the driver has not taken the policy's gains, or the
+  driver is still ramping: no command.
 - ``ramp``: only when the driver is not already holding the default pose: interpolate q* from the measured
   pose to the policy's default pose over ``ramp_s`` seconds (with the policy's gains).
 - ``run``: the policy at its rate; between policy steps the latest targets are repeated at the loop rate. When
-  the driver holds the default pose (its ``hold`` mode, stiff ``stand`` gains) the runner starts here directly:
+  the driver holds the default pose (its ``hold`` mode, stiff ``stand`` gains) the runner starts here:
   the first command switches the driver to the policy's gains in the same tick, so the policy starts from the
   pose it was trained to start from instead of a pose sagging under its softer gains.
 - ``hold``: after ``stop``: no command; the node asks the driver to ramp back to its ``hold`` (default pose,
@@ -58,7 +58,7 @@ class RunnerSettings:
 
 @dataclass
 class ImuSample:
-    """IMU reading: stamp (s), orientation (w, x, y, z, base -> world), angular velocity (rad/s, base frame)."""
+    """IMU reading: stamp (s), orientation (w, x, y, z; base -> world), angular velocity (rad/s, base)."""
 
     t: float
     quat_wxyz: np.ndarray
@@ -150,8 +150,8 @@ class PolicyRunner:
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, driver_mode: str | None = None) -> RunnerOutput:
         """Advance with a joint state (robot order) stamped ``t``; the targets to send now (or None).
 
-        ``driver_mode`` is the robot driver's latest mode (``ramp``/``hold``/``active``/``damping``; None if
-        unknown).
+        ``driver_mode`` is the robot driver's latest mode (``ramp``/``hold``/``active``/``damping``; None while
+        unknown: the runner waits for it).
         """
         s = self.settings
         if self.state == RunnerState.FAULT:
@@ -165,7 +165,7 @@ class PolicyRunner:
         if self.state == RunnerState.HOLD:
             return RunnerOutput(None)
         if self.state == RunnerState.WAIT_STATE:
-            if self.imu is None or not self.gains_ready or driver_mode in ("ramp", "damping"):
+            if self.imu is None or not self.gains_ready or driver_mode in (None, "ramp", "damping"):
                 return RunnerOutput(None)
             if t - self.imu.t > s.max_imu_age_s:
                 return RunnerOutput(None)

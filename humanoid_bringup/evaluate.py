@@ -1,0 +1,359 @@
+"""``humanoid-eval``: evaluations that run the ROS graph (separate processes), measured against the truth.
+
+``humanoid-eval locomotion --controller policy --policy NAME`` launches ``launch/sim.launch.yaml`` with the
+driver and the policy runner, publishes ``/cmd_vel`` from a fixed command script on the simulated clock, and
+measures the base velocity from ``/sim/ground_truth`` (only the evaluator reads it). The last line of stdout
+is one JSON object::
+
+    {"fell": false, "time_survived_s": 22.0, "segments": {"forward": {"commanded": [vx, vy, wz],
+     "achieved_mean": [...], "abs_err_mean": [...], "abs_err_max": [...], "joint_limit_fraction": ...,
+     "torque_limit_fraction": ..., "limit_fraction": ...}, ...}, ...}
+
+Velocities are in the heading frame (x forward along the base's yaw, y left, z up): vx, vy (m/s), wz (rad/s).
+Each segment's statistics skip its first ``settle_s`` seconds (the response to the step in the command);
+``achieved_mean_full`` covers the whole segment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+
+# (segment, duration s, (vx m/s, vy m/s, wz rad/s)) - the issue's fixed script
+LOCOMOTION_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
+    ("stand", 2.0, (0.0, 0.0, 0.0)),
+    ("forward", 6.0, (0.5, 0.0, 0.0)),
+    ("turn", 4.0, (0.0, 0.0, 0.5)),
+    ("lateral", 4.0, (0.0, 0.3, 0.0)),
+    ("backward", 4.0, (-0.3, 0.0, 0.0)),
+    ("stop", 2.0, (0.0, 0.0, 0.0)),
+]
+SHORT_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
+    ("stand", 1.0, (0.0, 0.0, 0.0)),
+    ("forward", 4.0, (0.5, 0.0, 0.0)),
+    ("turn", 3.0, (0.0, 0.0, 0.5)),
+    ("stop", 2.0, (0.0, 0.0, 0.0)),
+]
+
+
+def heading_frame_velocity(quat_wxyz: np.ndarray, twist_body: np.ndarray) -> np.ndarray:
+    """``[vx, vy, wz]`` in the heading frame from base orientations (N,4) and body twists (N,6: v, w)."""
+    w, x, y, z = quat_wxyz.T
+    # rotation matrix rows (body -> world)
+    r00, r01, r02 = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    r10, r11, r12 = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    r20, r21, r22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    v, om = twist_body[:, :3], twist_body[:, 3:]
+    vw = np.stack(
+        [
+            r00 * v[:, 0] + r01 * v[:, 1] + r02 * v[:, 2],
+            r10 * v[:, 0] + r11 * v[:, 1] + r12 * v[:, 2],
+        ],
+        axis=1,
+    )
+    wz = r20 * om[:, 0] + r21 * om[:, 1] + r22 * om[:, 2]
+    yaw = np.arctan2(r10, r00)
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.stack([c * vw[:, 0] + s * vw[:, 1], -s * vw[:, 0] + c * vw[:, 1], wz], axis=1)
+
+
+def segment_metrics(
+    script: list[tuple[str, float, tuple[float, float, float]]],
+    t: np.ndarray,
+    vel: np.ndarray,
+    settle_s: float,
+    joint_t: np.ndarray,
+    at_joint_limit: np.ndarray,
+    at_torque_limit: np.ndarray,
+) -> dict[str, dict[str, Any]]:
+    """Per-segment tracking statistics; ``t`` and ``joint_t`` are seconds since the script started."""
+    out: dict[str, dict[str, Any]] = {}
+    start = 0.0
+    for name, duration, cmd in script:
+        end = start + duration
+        sel = (t >= start + settle_s) & (t < end)
+        full = (t >= start) & (t < end)
+        jsel = (joint_t >= start) & (joint_t < end)
+        c = np.array(cmd)
+        if sel.any():
+            err = np.abs(vel[sel] - c)
+            seg: dict[str, Any] = {
+                "commanded": [round(float(v), 4) for v in c],
+                "achieved_mean": [round(float(v), 4) for v in vel[sel].mean(axis=0)],
+                "abs_err_mean": [round(float(v), 4) for v in err.mean(axis=0)],
+                "abs_err_max": [round(float(v), 4) for v in err.max(axis=0)],
+                "achieved_mean_full": [round(float(v), 4) for v in vel[full].mean(axis=0)],
+                "samples": int(sel.sum()),
+            }
+        else:
+            seg = {
+                "commanded": [float(v) for v in c],
+                "achieved_mean": None,
+                "abs_err_mean": None,
+                "abs_err_max": None,
+                "achieved_mean_full": None,
+                "samples": 0,
+            }
+        if jsel.any():
+            jl, tl = at_joint_limit[jsel], at_torque_limit[jsel]
+            seg["joint_limit_fraction"] = round(float(jl.mean()), 4)
+            seg["torque_limit_fraction"] = round(float(tl.mean()), 4)
+            seg["limit_fraction"] = round(float((jl | tl).mean()), 4)
+        out[name] = seg
+        start = end
+    return out
+
+
+def _plot_tracking(path: Path, script: list[Any], t: np.ndarray, vel: np.ndarray, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+    tc = np.linspace(0.0, sum(d for _, d, _ in script), 2000)
+    cmd = np.array([_command_at(script, v) for v in tc])
+    labels = ["vx (m/s)", "vy (m/s)", "wz (rad/s)"]
+    for i, ax in enumerate(axes):
+        ax.plot(tc, cmd[:, i], "k--", lw=1.2, label="commanded")
+        ax.plot(t, vel[:, i], lw=1.0, label="achieved (ground truth, heading frame)")
+        ax.set_ylabel(labels[i])
+        ax.grid(alpha=0.3)
+    start = 0.0
+    for name, d, _ in script:
+        axes[0].text(start + 0.1, axes[0].get_ylim()[1] * 0.85, name, fontsize=8)
+        for ax in axes:
+            ax.axvline(start, color="0.8", lw=0.8)
+        start += d
+    axes[0].legend(loc="lower right", fontsize=8)
+    axes[-1].set_xlabel("time since the script started (s)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _command_at(script: list[Any], t: float) -> tuple[float, float, float]:
+    start = 0.0
+    for _name, duration, cmd in script:
+        if start <= t < start + duration:
+            return cmd
+        start += duration
+    return (0.0, 0.0, 0.0)
+
+
+def run_locomotion(
+    policy: str,
+    clock: str = "lockstep",
+    out_dir: Path | None = None,
+    script: list[tuple[str, float, tuple[float, float, float]]] | None = None,
+    settle_s: float = 1.0,
+    robot: str = "g1",
+    extra_args: dict[str, str] | None = None,
+    log: Any = print,
+) -> dict[str, Any]:
+    """Run the command script through the ROS graph; the result dictionary (see module docstring)."""
+    from geometry_msgs.msg import Twist
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
+
+    from humanoid_control.robot_config import load_robot_config
+
+    script = script or LOCOMOTION_SCRIPT
+    total = sum(d for _, d, _ in script)
+    config = load_robot_config(robot)
+    out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="humanoid_eval_"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    isolated_ros_env(out_dir / "ros_logs")
+    args = {
+        "robot": robot,
+        "controller": "policy",
+        "policy": policy,
+        "clock": clock,
+        "wait_for_subscribers": "2",  # the policy runner and this evaluator
+        "sim_duration_s": f"{total + 60.0:.1f}",
+    }
+    args.update(extra_args or {})
+    graph = LaunchedGraph(args, out_dir / "graph.log")
+    probe = GraphProbe(subscribe_description=False, name="locomotion_eval")
+    lock = threading.Lock()
+    state: dict[str, Any] = {"runner": [], "t0": None, "last_t": None}
+    cmd_pub = probe.node.create_publisher(Twist, "/cmd_vel", 10)
+
+    def on_runner_state(msg: Any) -> None:
+        with lock:
+            state["runner"].append(msg.data)
+
+    def on_joint_state(msg: Any) -> None:
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        with lock:
+            if state["t0"] is None and state["runner"] and state["runner"][-1] == "run":
+                state["t0"] = t
+            t0 = state["t0"]
+            state["last_t"] = t
+        cmd = _command_at(script, t - t0) if t0 is not None else (0.0, 0.0, 0.0)
+        tw = Twist()
+        tw.linear.x, tw.linear.y, tw.angular.z = cmd
+        cmd_pub.publish(tw)
+
+    latched = QoSProfile(
+        depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+    )
+    probe.node.create_subscription(String, "/policy_runner/state", on_runner_state, latched)
+    probe.node.create_subscription(
+        JointState,
+        "/joint_states",
+        on_joint_state,
+        QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+    )
+    fell = False
+    fall_reason = ""
+    started_ok = False
+    try:
+        graph.start()
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline and graph.running():
+            with lock:
+                if state["t0"] is not None:
+                    started_ok = True
+                    break
+            time.sleep(0.05)
+        if not started_ok:
+            raise RuntimeError(
+                f"the policy never started (runner states {state['runner']}); see {graph.log_path}"
+            )
+        log(f"policy running at sim t = {state['t0']:.3f} s; script of {total:.0f} s")
+        sim_wall0 = time.monotonic()
+        while graph.running():
+            with lock:
+                t0, last = state["t0"], state["last_t"]
+            if last is not None and last - t0 >= total:
+                break
+            with probe.lock:
+                z = probe.data.truth_pos[-1][2] if probe.data.truth_pos else 1.0
+                modes = list(probe.data.modes)
+            if z < config.simulation.fall_height:
+                fell, fall_reason = True, f"base height {z:.2f} m"
+                break
+            if modes and modes[-1] == "damping":
+                fell, fall_reason = True, "driver went to damping"
+                break
+            with lock:
+                if state["runner"] and state["runner"][-1] == "fault":
+                    fell, fall_reason = True, "policy runner fault"
+                    break
+            if time.monotonic() - sim_wall0 > 30 * total + 60:
+                raise RuntimeError("the graph stopped advancing")
+            time.sleep(0.02)
+        sim_wall = time.monotonic() - sim_wall0
+        diag = probe.last_diagnostics()
+    finally:
+        graph.stop()
+        probe.close()
+
+    with probe.lock:
+        data = probe.data
+        tt = np.array(data.truth_t) - state["t0"]
+        quat = np.array(data.truth_quat_wxyz)
+        twist = np.array(data.truth_twist)
+        pos = np.array(data.truth_pos)
+        jt = np.array(data.joint_t) - state["t0"]
+        jq = np.array(data.joint_q)
+        je = np.array(
+            [e if len(e) == config.num_joints else [0.0] * config.num_joints for e in data.joint_effort]
+        )
+        modes = list(data.modes)
+    keep = (tt >= 0) & (tt <= total + 1e-9)
+    tt, quat, twist, pos = tt[keep], quat[keep], twist[keep], pos[keep]
+    vel = heading_frame_velocity(quat, twist)
+    lower, upper, effort = config.array("lower"), config.array("upper"), config.array("effort")
+    at_joint = np.any((jq <= lower + 0.01) | (jq >= upper - 0.01), axis=1)
+    at_torque = np.any(np.abs(je) >= 0.98 * effort, axis=1)
+    fall_mask = (pos[:, 2] < config.simulation.fall_height) if len(pos) else np.zeros(0, bool)
+    if fall_mask.any():
+        fell = True
+        fall_reason = fall_reason or "base below fall height"
+    survived = float(tt[np.argmax(fall_mask)]) if fall_mask.any() else (float(tt[-1]) if len(tt) else 0.0)
+    if not fell:
+        survived = min(total, survived + (1.0 / 500.0))
+    result: dict[str, Any] = {
+        "evaluation": "locomotion",
+        "controller": "policy",
+        "policy": policy,
+        "clock": clock,
+        "fell": bool(fell),
+        "fall_reason": fall_reason,
+        "time_survived_s": round(survived, 3),
+        "script_s": total,
+        "settle_s": settle_s,
+        "segments": segment_metrics(script, tt, vel, settle_s, jt, at_joint, at_torque),
+        "distance_m": round(float(np.sum(np.linalg.norm(np.diff(pos[:, :2], axis=0), axis=1))), 3)
+        if len(pos) > 1
+        else 0.0,
+        "realtime_factor": round(min(total, float(tt[-1]) if len(tt) else 0.0) / max(sim_wall, 1e-9), 3),
+        "driver_modes": modes,
+        "runner_states": state["runner"],
+        "lockstep_timeouts": int(diag.get("lockstep_timeouts", "0") or 0),
+        "commands_refused": int(diag.get("commands_refused", "0") or 0),
+        "out_dir": str(out_dir),
+    }
+    name = policy.replace("/", "_")
+    _plot_tracking(
+        out_dir / f"velocity_tracking_{name}.png",
+        script,
+        tt,
+        vel,
+        f"{policy} ({clock}): commanded vs achieved",
+    )
+    (out_dir / f"locomotion_{name}.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``humanoid-eval``."""
+    parser = argparse.ArgumentParser(prog="humanoid-eval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="evaluation", required=True)
+    loco = sub.add_parser("locomotion", help="walk a fixed command script; velocity tracking vs ground truth")
+    loco.add_argument("--controller", default="policy", choices=["policy"])
+    loco.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
+    loco.add_argument("--clock", default="lockstep", choices=["lockstep", "realtime"])
+    loco.add_argument("--robot", default="g1")
+    loco.add_argument("--out", default="results/eval", help="folder for plots, JSON and logs")
+    loco.add_argument("--settle", type=float, default=1.0, help="seconds skipped at each segment start")
+    loco.add_argument("--short", action="store_true", help="a 10 s script (stand, forward, turn, stop)")
+    args = parser.parse_args(argv)
+    from humanoid_control.robot_config import ConfigError, load_robot_config
+    from humanoid_policy.manifest import ManifestError, load_policy
+
+    try:
+        load_policy(args.policy, load_robot_config(args.robot))  # fail fast, with the reason
+    except (ManifestError, ConfigError) as exc:
+        print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) / f"locomotion_{args.policy.replace('/', '_')}_{args.clock}"
+    result = run_locomotion(
+        args.policy,
+        clock=args.clock,
+        out_dir=out,
+        script=SHORT_SCRIPT if args.short else None,
+        settle_s=args.settle,
+        robot=args.robot,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    print(json.dumps(result), flush=True)
+    return 0 if not result["fell"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
