@@ -106,6 +106,10 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        if rclpy.ok():
+            raise
+        # SIGINT shut the context down while a callback was taking a message: a normal shutdown
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
