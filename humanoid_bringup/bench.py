@@ -9,6 +9,16 @@ processes, measured from its own ``/diagnostics``:
 - lockstep mode with the joint hold controller in a separate process answering every tick:
   ``lockstep_realtime_factor`` (simulated seconds per wall second), plus the driver alone in lockstep
   (``lockstep_realtime_factor_driver_only``, no controller to wait for).
+
+``humanoid-bench policy [--policy NAME]``: the learned-policy runner.
+
+- in one process, one core: the policy step over states recorded while walking: ONNX inference alone
+  (``inference_us_median``, ``inference_us_p99``) and the whole step - command clip, gait clock, observation,
+  inference, targets (``step_us_median``, ``step_us_p99``);
+- across processes (driver and policy runner launched in lockstep, this process observing both topics): the
+  time from a ``/joint_states`` message to the ``/joint_commands`` answering it (same stamp), as received here
+  (``obs_to_command_us_median``, ``obs_to_command_us_p99``), and for the ticks where the policy ran
+  (``obs_to_command_policy_step_us_median``, ``..._p99``).
 """
 
 from __future__ import annotations
@@ -100,6 +110,103 @@ def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[s
     }
 
 
+def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
+    """In-process step timing and cross-process observation-to-command latency (see module docstring)."""
+    import threading
+
+    import numpy as np
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+
+    from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_policy.inprocess import run_in_process
+    from humanoid_policy.manifest import load_policy
+    from humanoid_policy.policy_core import PolicyCore
+
+    robot = load_robot_config("g1")
+    manifest = load_policy(policy, robot)
+    # states recorded while walking (same cores, in process), then timed step by step
+    log = run_in_process(manifest, robot, [("walk", 4.0, (0.5, 0.0, 0.3))])
+    core = PolicyCore(manifest, robot, threads=1)
+    n_states = len(log.step_q)
+    infer_us, step_us = [], []
+    for k in range(steps):
+        i = k % n_states
+        t0 = time.perf_counter()
+        step = core.step(log.step_q[i], log.step_dq[i], log.step_gyro[i], log.step_quat[i], log.step_cmd[i])
+        t1 = time.perf_counter()
+        core.infer(step.obs)
+        t2 = time.perf_counter()
+        step_us.append((t1 - t0) * 1e6)
+        infer_us.append((t2 - t1) * 1e6)
+
+    log_dir = Path(tempfile.mkdtemp(prefix="humanoid_bench_policy_"))
+    isolated_ros_env(log_dir)
+    recv_state: dict[float, float] = {}
+    latency: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    probe = GraphProbe(subscribe_description=False, name="bench_policy")
+
+    def on_state(msg: Any) -> None:
+        now = time.perf_counter()
+        with lock:
+            recv_state[msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec] = now
+
+    def on_command(msg: Any) -> None:
+        now = time.perf_counter()
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        with lock:
+            if t in recv_state:
+                latency.append((t, (now - recv_state.pop(t)) * 1e6))
+
+    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+    probe.node.create_subscription(JointState, "/joint_states", on_state, qos)
+    probe.node.create_subscription(JointState, "/joint_commands", on_command, qos)
+    graph = LaunchedGraph(
+        {
+            "controller": "policy",
+            "policy": policy,
+            "clock": "lockstep",
+            "wait_for_subscribers": "2",
+            "sim_duration_s": f"{seconds + 3.0}",
+        },
+        log_dir / "launch_policy.log",
+    ).start()
+    try:
+        if graph.wait(seconds * 30 + 120) is None:
+            raise RuntimeError(f"benchmark graph did not finish: {graph.log()[-2000:]}")
+    finally:
+        graph.stop()
+        probe.close()
+    if len(latency) < 100:
+        raise RuntimeError(f"too few command answers observed ({len(latency)}); see {log_dir}")
+    lat = np.array([v for _, v in latency])
+    period = 1.0 / manifest.rate_hz
+    on_step = np.array([abs(t / period - round(t / period)) < 1e-3 for t, _ in latency])
+
+    def pct(a: Any, q: float) -> float:
+        return round(float(np.percentile(a, q)), 1)
+
+    return {
+        "benchmark": "policy",
+        "policy": manifest.name,
+        "onnx": manifest.onnx_path.name,
+        "obs_size": manifest.obs_size,
+        "steps": steps,
+        "inference_us_median": pct(infer_us, 50),
+        "inference_us_p99": pct(infer_us, 99),
+        "step_us_median": pct(step_us, 50),
+        "step_us_p99": pct(step_us, 99),
+        "obs_to_command_us_median": pct(lat, 50),
+        "obs_to_command_us_p99": pct(lat, 99),
+        "obs_to_command_policy_step_us_median": pct(lat[on_step], 50) if on_step.any() else None,
+        "obs_to_command_policy_step_us_p99": pct(lat[on_step], 99) if on_step.any() else None,
+        "obs_to_command_samples": len(latency),
+        "logs": str(log_dir),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print its JSON object as the last line of stdout."""
     parser = argparse.ArgumentParser(
@@ -110,9 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     drv.add_argument("--seconds", type=float, default=30.0, help="realtime run length (s, default 30)")
     drv.add_argument("--rate", type=float, default=500.0, help="loop rate (Hz, default 500)")
     drv.add_argument("--lockstep-seconds", type=float, default=10.0, help="lockstep simulated time (s)")
+    pol = sub.add_parser("policy", help="policy step / inference latency and observation-to-command latency")
+    pol.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
+    pol.add_argument("--steps", type=int, default=2000, help="in-process policy steps timed")
+    pol.add_argument("--seconds", type=float, default=10.0, help="simulated seconds of the ROS graph run")
     args = parser.parse_args(argv)
     if args.benchmark == "driver":
         result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)
+    else:
+        result = bench_policy(args.policy, args.steps, args.seconds)
     print(json.dumps(result))
     return 0
 

@@ -6,7 +6,11 @@ controller) in lockstep, each node in its own process, records the graph from a 
 
 - ``summary.json``: figures (base height vs nominal, driver modes, loop statistics, contact forces, ...);
 - ``base_height.png``, ``contact_forces.png``: plots;
-- ``robot.png``: a rendered picture of the robot at the end of the run.
+- ``robot.png``: a rendered picture of the robot at the end of the run;
+- ``walk/``: the G1 walking with a learned policy (``--policy``, default ``holosoma/g1_fastsac``) through the
+  policy runner along a short command script (stand, forward 0.5 m/s, turn 0.5 rad/s, stop):
+  ``velocity_tracking_*.png`` (commanded vs achieved), ``trajectory_*.png``, ``robot_walking.png``, and the
+  ``walk`` entry of ``summary.json`` (the ``humanoid-eval locomotion`` figures).
 
 The last line of stdout is the summary as one JSON object.
 """
@@ -115,6 +119,28 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
     return summary
 
 
+def run_walk_demo(out: Path, policy: str, clock: str, robot: str) -> dict[str, Any]:
+    """Walk the robot with a learned policy along a short command script (stand, forward, turn, stop)."""
+    from humanoid_bringup.evaluate import SHORT_SCRIPT, run_locomotion
+
+    result = run_locomotion(
+        policy,
+        clock=clock,
+        out_dir=out,
+        script=SHORT_SCRIPT,
+        robot=robot,
+        log=lambda m: print(m, file=sys.stderr),
+        render_to=out / "robot_walking.png",
+    )
+    name = policy.replace("/", "_")
+    result["pictures"] = [
+        f"walk/velocity_tracking_{name}.png",
+        f"walk/trajectory_{name}.png",
+        "walk/robot_walking.png",
+    ]
+    return result
+
+
 def _names_match(names: list[str], urdf: str | None) -> bool | None:
     if urdf is None or not names:
         return None
@@ -170,14 +196,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", default="lockstep", choices=["lockstep", "realtime"])
     parser.add_argument("--controller", default="joint_hold", choices=["none", "joint_hold"])
     parser.add_argument("--robot", default="g1")
+    parser.add_argument(
+        "--policy",
+        default="holosoma/g1_fastsac",
+        help="learned policy for the walking part ('none' skips it)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {"stand": run_stand_demo(out, args.hold, args.clock, args.controller, args.robot)}
+    summary: dict[str, Any] = {
+        "stand": run_stand_demo(out, args.hold, args.clock, args.controller, args.robot)
+    }
+    if args.policy != "none":
+        summary["walk"] = run_walk_demo(out / "walk", args.policy, args.clock, args.robot)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"results written to {out.resolve()}", file=sys.stderr)
     print(json.dumps(summary))
-    return 0 if summary["stand"]["stood"] and not summary["stand"]["fell"] else 1
+    ok = summary["stand"]["stood"] and not summary["stand"]["fell"]
+    return 0 if ok and not summary.get("walk", {}).get("fell", False) else 1
 
 
 if __name__ == "__main__":

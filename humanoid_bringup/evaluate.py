@@ -143,6 +143,28 @@ def _plot_tracking(path: Path, script: list[Any], t: np.ndarray, vel: np.ndarray
     plt.close(fig)
 
 
+def _plot_path(path: Path, pos: np.ndarray, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 6))
+    if len(pos):
+        ax.plot(pos[:, 0], pos[:, 1], lw=1.2)
+        ax.plot(pos[0, 0], pos[0, 1], "go", label="start")
+        ax.plot(pos[-1, 0], pos[-1, 1], "rs", label="end")
+        ax.legend()
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def _command_at(script: list[Any], t: float) -> tuple[float, float, float]:
     start = 0.0
     for _name, duration, cmd in script:
@@ -161,6 +183,7 @@ def run_locomotion(
     robot: str = "g1",
     extra_args: dict[str, str] | None = None,
     log: Any = print,
+    render_to: Path | None = None,
 ) -> dict[str, Any]:
     """Run the command script through the ROS graph; the result dictionary (see module docstring)."""
     from geometry_msgs.msg import Twist
@@ -274,6 +297,7 @@ def run_locomotion(
             [e if len(e) == config.num_joints else [0.0] * config.num_joints for e in data.joint_effort]
         )
         modes = list(data.modes)
+        final = (data.truth_pos[-1], data.truth_quat_wxyz[-1], list(data.joint_names), data.joint_q[-1])
     keep = (tt >= 0) & (tt <= total + 1e-9)
     tt, quat, twist, pos = tt[keep], quat[keep], twist[keep], pos[keep]
     vel = heading_frame_velocity(quat, twist)
@@ -316,6 +340,12 @@ def run_locomotion(
         vel,
         f"{policy} ({clock}): commanded vs achieved",
     )
+    _plot_path(out_dir / f"trajectory_{name}.png", pos, f"{policy} ({clock}): base path, top view")
+    if render_to is not None:
+        from humanoid_bringup.render import qpos_from_state, render_robot
+
+        qpos = qpos_from_state(config, np.array(final[0]), np.array(final[1]), final[2], np.array(final[3]))
+        render_robot(config, qpos, render_to)
     (out_dir / f"locomotion_{name}.json").write_text(json.dumps(result, indent=2))
     return result
 

@@ -15,9 +15,9 @@ Services (std_srvs/Trigger): ``~/start``, ``~/stop`` (the driver ramps back to `
 ``fault``).
 
 Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
-to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the driver accepted
-them. Faults (stale IMU, non-finite state, NaN action, driver in damping) stop the command stream; for a NaN
-action or stale input the node also calls ``<driver>/estop``, so the joints are damped at once (the driver's
+to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the
+driver accepted them. Faults (stale IMU, non-finite state, NaN action, driver in damping) stop the command
+stream; for a NaN action or stale input the node also calls ``<driver>/estop``, so the joints are damped at once (the driver's
 watchdog would do it ``watchdog_ticks`` later anyway).
 """
 
@@ -123,7 +123,9 @@ class PolicyRunnerNode(Node):
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_service(Trigger, "~/reset", self._on_reset)
-        self.param_client = self.create_client(SetParametersAtomically, f"{self.driver}/set_parameters_atomically")
+        self.param_client = self.create_client(
+            SetParametersAtomically, f"{self.driver}/set_parameters_atomically"
+        )
         self.estop_client = self.create_client(Trigger, f"{self.driver}/estop")
         self.hold_client = self.create_client(Trigger, f"{self.driver}/hold")
         self._gain_request: Any = None

@@ -150,8 +150,8 @@ class PolicyRunner:
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, driver_mode: str | None = None) -> RunnerOutput:
         """Advance with a joint state (robot order) stamped ``t``; the targets to send now (or None).
 
-        ``driver_mode`` is the robot driver's latest mode (``ramp``/``hold``/``active``/``damping``; None while
-        unknown: the runner waits for it).
+        ``driver_mode`` is the robot driver's latest mode (``ramp``, ``hold``, ``active``,
+        ``damping``; None while unknown: the runner waits for it).
         """
         s = self.settings
         if self.state == RunnerState.FAULT:

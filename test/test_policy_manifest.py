@@ -27,7 +27,7 @@ N = len(NAMES)
 
 def write_manifest(tmp_path: Path, obs_size: int = 3 + 3 + 3 + 2 * N + N, **overrides: object) -> Path:
     """A hand-written manifest (Isaac-style term list) with a zero linear ONNX of matching size."""
-    onnx = make_linear_policy(tmp_path / "policy.onnx", np.zeros((obs_size, N)), np.zeros(N))
+    make_linear_policy(tmp_path / "policy.onnx", np.zeros((obs_size, N)), np.zeros(N))
     doc: dict[str, object] = {
         "format": "humanoid_policy/v1",
         "name": "test/linear",
@@ -121,7 +121,15 @@ def test_manifest_errors_are_caught_at_load(tmp_path: Path, override: dict, mess
 
 
 def test_phase_terms_need_a_clock(tmp_path: Path) -> None:
-    terms = ["base_ang_vel", "projected_gravity", "velocity_command", "dof_pos", "dof_vel", "actions", "sin_phase"]
+    terms = [
+        "base_ang_vel",
+        "projected_gravity",
+        "velocity_command",
+        "dof_pos",
+        "dof_vel",
+        "actions",
+        "sin_phase",
+    ]
     path = write_manifest(tmp_path, obs_size=9 + 3 * N + 2, observation={"terms": terms})
     with pytest.raises(ManifestError, match="phase clock"):
         load_manifest_yaml(path)
@@ -163,10 +171,25 @@ def test_isaaclab_deploy_yaml(tmp_path: Path) -> None:
         "stiffness": np.linspace(10, 100, N).tolist(),
         "damping": [2.0] * N,
         "default_joint_pos": default.tolist(),
-        "commands": {"base_velocity": {"ranges": {"lin_vel_x": [-0.5, 1.0], "lin_vel_y": [-0.3, 0.3],
-                                                   "ang_vel_z": [-1.2, 1.2], "heading": None}}},
-        "actions": {"JointPositionAction": {"clip": None, "joint_names": [".*"], "scale": [0.25] * N,
-                                             "offset": default.tolist(), "joint_ids": None}},
+        "commands": {
+            "base_velocity": {
+                "ranges": {
+                    "lin_vel_x": [-0.5, 1.0],
+                    "lin_vel_y": [-0.3, 0.3],
+                    "ang_vel_z": [-1.2, 1.2],
+                    "heading": None,
+                }
+            }
+        },
+        "actions": {
+            "JointPositionAction": {
+                "clip": None,
+                "joint_names": [".*"],
+                "scale": [0.25] * N,
+                "offset": default.tolist(),
+                "joint_ids": None,
+            }
+        },
         "observations": {
             "base_ang_vel": {"params": {}, "clip": None, "scale": [0.2] * 3, "history_length": hist},
             "projected_gravity": {"params": {}, "clip": None, "scale": [1.0] * 3, "history_length": hist},
@@ -183,7 +206,12 @@ def test_isaaclab_deploy_yaml(tmp_path: Path) -> None:
     assert m.rate_hz == pytest.approx(50.0) and m.obs_size == obs_size
     assert m.history_fill == "first"
     assert [t.kind for t in m.terms] == [
-        "base_ang_vel", "projected_gravity", "velocity_command", "dof_pos", "dof_vel", "actions",
+        "base_ang_vel",
+        "projected_gravity",
+        "velocity_command",
+        "dof_pos",
+        "dof_vel",
+        "actions",
     ]
     assert m.command_ranges["lin_vel_x"] == (-0.5, 1.0)
     assert np.allclose(m.kp, np.linspace(10, 100, N))

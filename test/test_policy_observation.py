@@ -68,8 +68,13 @@ def test_observation_equals_hand_computed_vector() -> None:
 
 def test_commands_are_clipped_to_the_manifest_ranges() -> None:
     core = PolicyCore(load_policy("holosoma/g1_ppo", ROBOT), ROBOT)
-    step = core.step(ROBOT.array("default"), np.zeros(N), np.zeros(3), np.array([1.0, 0, 0, 0]),
-                     np.array([3.0, -2.0, np.nan]))
+    step = core.step(
+        ROBOT.array("default"),
+        np.zeros(N),
+        np.zeros(3),
+        np.array([1.0, 0, 0, 0]),
+        np.array([3.0, -2.0, np.nan]),
+    )
     assert step.command.tolist() == [1.0, -1.0, 0.0]
     sl = core.manifest.term_slices()
     assert step.obs[sl["command_lin_vel"]].tolist() == [1.0, -1.0]
@@ -102,8 +107,16 @@ def _permuted_manifest(tmp_path: Path, perm: np.ndarray, bias: np.ndarray) -> Pa
         "default_pose": [default[n] for n in names],
         "action": {"scale": 0.5},
         "gains": {"kp": [10.0 + i for i in range(N)], "kd": [1.0] * N},
-        "observation": {"terms": ["base_ang_vel", "projected_gravity", "velocity_command", "dof_pos",
-                                  "dof_vel", "actions"]},
+        "observation": {
+            "terms": [
+                "base_ang_vel",
+                "projected_gravity",
+                "velocity_command",
+                "dof_pos",
+                "dof_vel",
+                "actions",
+            ]
+        },
     }
     path = tmp_path / "permuted.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -23,7 +23,9 @@ UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
 def nan_manifest(tmp_path: Path) -> Path:
     """A policy whose output is NaN (holosoma-shaped input, so it loads like the real ones)."""
     bias = np.full(N, np.nan)
-    make_linear_policy(tmp_path / "nan.onnx", np.zeros((100, N)), bias, input_name="actor_obs", output_name="action")
+    make_linear_policy(
+        tmp_path / "nan.onnx", np.zeros((100, N)), bias, input_name="actor_obs", output_name="action"
+    )
     src = yaml.safe_load(Path(load_policy("holosoma/g1_ppo").source).read_text())
     ref = load_policy("holosoma/g1_ppo")
     src.update(
@@ -134,7 +136,11 @@ def test_stop_and_start() -> None:
 def test_policy_walks_in_process(policy: str) -> None:
     """Same cores, one process: the holosoma policy walks forward 0.5 m/s and turns without falling."""
     manifest = load_policy(policy, ROBOT)
-    script = [("stand", 1.0, (0.0, 0.0, 0.0)), ("forward", 4.0, (0.5, 0.0, 0.0)), ("turn", 3.0, (0.0, 0.0, 0.5))]
+    script = [
+        ("stand", 1.0, (0.0, 0.0, 0.0)),
+        ("forward", 4.0, (0.5, 0.0, 0.0)),
+        ("turn", 3.0, (0.0, 0.0, 0.5)),
+    ]
     log = run_in_process(manifest, ROBOT, script)
     assert not log.fell and log.driver_mode == "active"
     t = np.array(log.t) - log.step_t[0]

@@ -1,0 +1,63 @@
+"""Learned policies through the ROS graph: driver + policy runner in separate processes, real DDS, MuJoCo.
+
+These are the acceptance runs of the policy runner: the holosoma G1 policies, unmodified, walk the whole
+command script of ``humanoid-eval locomotion`` in lockstep and in realtime; a NaN action ends in damping.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_policy_runner import nan_manifest
+
+from humanoid_bringup.evaluate import run_locomotion
+from humanoid_bringup.graph import GraphProbe, LaunchedGraph
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("clock", ["lockstep", "realtime"])
+@pytest.mark.parametrize("policy", ["holosoma/g1_ppo", "holosoma/g1_fastsac"])
+def test_holosoma_policy_walks_the_command_script(tmp_path: Path, policy: str, clock: str) -> None:
+    result = run_locomotion(policy, clock=clock, out_dir=tmp_path)
+    seg = result["segments"]
+    assert not result["fell"], result["fall_reason"]
+    assert result["time_survived_s"] >= 21.9
+    assert result["runner_states"][-1] == "run"
+    assert result["driver_modes"][-1] == "active"
+    assert set(seg) == {"stand", "forward", "turn", "lateral", "backward", "stop"}
+    assert seg["forward"]["achieved_mean"][0] >= 0.35
+    assert seg["turn"]["achieved_mean"][2] >= 0.4
+    # it goes where it is told: backward is backward, lateral is to the left, standing is still
+    assert seg["backward"]["achieved_mean"][0] < -0.15
+    assert seg["lateral"]["achieved_mean"][1] > 0.08
+    assert abs(seg["stand"]["achieved_mean"][0]) < 0.05
+    assert result["commands_refused"] == 0
+    assert (tmp_path / f"velocity_tracking_{policy.replace('/', '_')}.png").stat().st_size > 10_000
+
+
+def test_nan_action_ends_in_damping_and_is_logged(tmp_path: Path) -> None:
+    manifest = nan_manifest(tmp_path)
+    args = {
+        "controller": "policy",
+        "policy": str(manifest),
+        "clock": "lockstep",
+        "wait_for_subscribers": "2",
+        "sim_duration_s": "30.0",
+    }
+    probe = GraphProbe(subscribe_description=False)
+    graph = LaunchedGraph(args, tmp_path / "graph.log")
+    try:
+        graph.start()
+        assert probe.wait_for(lambda d: "damping" in d.modes, timeout=90.0), graph.log()
+        assert probe.wait_for(lambda d: bool(d.diagnostics) and d.diagnostics[-1]["mode"] == "damping", 30.0)
+        diag = probe.last_diagnostics()
+    finally:
+        graph.stop()
+        probe.close()
+    log = graph.log()
+    assert "non-finite policy action" in log
+    assert "E-STOP" in log  # the runner called the driver's e-stop
+    assert probe.data.modes[:3] == ["ramp", "hold", "active"] or probe.data.modes[:2] == ["ramp", "hold"]
+    assert int(diag["estops"]) >= 1 or int(diag["watchdog_trips"]) >= 1
