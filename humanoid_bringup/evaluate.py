@@ -330,6 +330,7 @@ def run_locomotion(
         "runner_states": state["runner"],
         "lockstep_timeouts": int(diag.get("lockstep_timeouts", "0") or 0),
         "commands_refused": int(diag.get("commands_refused", "0") or 0),
+        "driver_gain_profile": diag.get("gain_profile", ""),
         "out_dir": str(out_dir),
     }
     name = policy.replace("/", "_")

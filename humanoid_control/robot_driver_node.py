@@ -236,7 +236,9 @@ class RobotDriverNode(Node):
                 return SetParametersResult(successful=False, reason=f"refused gains: {exc}")
         with self.lock:
             if gains:
-                self.core.set_command_gains(list(gains["command_kp"]), list(gains["command_kd"]))
+                self.core.set_command_gains(
+                    list(gains["command_kp"]), list(gains["command_kd"]), name="command_kp/kd"
+                )
                 self.get_logger().info("command gains set from command_kp / command_kd")
             for p in params:
                 if p.name == "gain_profile":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,12 +62,27 @@ def run_in_process(
     script: list[tuple[str, float, tuple[float, float, float]]],
     rate_hz: float = 500.0,
     settle_s: float = 2.0,
+    model_hook: Callable[[object], None] | None = None,
+    gain_scale: float = 1.0,
+    imu_hook: Callable[[ImuSample, object], ImuSample] | None = None,
+    delay_ticks: int = 0,
+    hold_before_run_s: float = 0.0,
 ) -> InProcessLog:
-    """Boot ramp of the driver (``settle_s``), the runner's ramp, then ``script``; returns the log."""
+    """Boot ramp of the driver (``settle_s``), then ``script``; returns the log.
+
+    Experiment hooks (the sim-to-sim sensitivity study, ``scripts/sim2sim_sensitivity.py``): ``model_hook``
+    edits the MuJoCo model, ``gain_scale`` scales the policy's PD gains, ``imu_hook`` rewrites the IMU sample
+    the policy sees (given the backend), ``delay_ticks`` delays commands by whole loop ticks, and
+    ``hold_before_run_s`` makes the policy's own gains hold the default pose that long before it starts.
+    """
     backend = MujocoBackend(robot)
+    if model_hook is not None:
+        model_hook(backend.model)
     driver = DriverCore(robot, DriverSettings(rate_hz=rate_hz, ramp_duration=settle_s))
     core = PolicyCore(manifest, robot)
-    driver.set_command_gains(core.kp, core.kd, name=manifest.name)
+    driver.set_command_gains(gain_scale * core.kp, gain_scale * core.kd, name=manifest.name)
+    pending: deque[JointCommand] = deque()
+    hold_until: float | None = None
     runner = PolicyRunner(core, RunnerSettings())
     runner.gains_ready = True
     dt = 1.0 / rate_hz
@@ -75,8 +92,18 @@ def run_in_process(
     while backend.time < total + 0.5 * dt:
         s = backend.read()
         t = s.stamp
+        if driver.mode.value in ("hold", "active") and hold_before_run_s > 0:
+            hold_until = t + hold_before_run_s if hold_until is None else hold_until
+            if t < hold_until:  # the policy's soft gains hold the default pose first (no policy yet)
+                z = np.zeros(robot.num_joints)
+                driver.submit(JointCommand(q=core.default_target.copy(), dq=z, tau_ff=z, stamp=t))
+                driver_cmd = driver.update(s.q, s.dq, tilt_from_quat(s.imu_quat))
+                backend.write(driver_cmd)
+                backend.advance(dt)
+                continue
         if driver.mode.value in ("hold", "active"):
-            runner.set_imu(ImuSample(t, s.imu_quat, s.gyro))
+            sample = ImuSample(t, s.imu_quat, s.gyro)
+            runner.set_imu(imu_hook(sample, backend) if imu_hook is not None else sample)
             if runner.state == RunnerState.RUN and run_t0 is None:
                 run_t0 = t
             cmd = command_at(script, t - run_t0) if run_t0 is not None else np.zeros(3)
@@ -97,7 +124,9 @@ def run_in_process(
                 log.step_target.append(st.q_target.copy())
             if out.q_target is not None:
                 z = np.zeros(robot.num_joints)
-                driver.submit(JointCommand(q=out.q_target, dq=z, tau_ff=z, stamp=t))
+                pending.append(JointCommand(q=out.q_target, dq=z, tau_ff=z, stamp=t))
+            while len(pending) > delay_ticks:
+                driver.submit(pending.popleft())
         command = driver.update(s.q, s.dq, tilt_from_quat(s.imu_quat))
         backend.write(command)
         truth = backend.ground_truth()

@@ -17,8 +17,8 @@ Services (std_srvs/Trigger): ``~/start``, ``~/stop`` (the driver ramps back to `
 Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
 to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the
 driver accepted them. Faults (stale IMU, non-finite state, NaN action, driver in damping) stop the command
-stream; for a NaN action or stale input the node also calls ``<driver>/estop``, so the joints are damped at once (the driver's
-watchdog would do it ``watchdog_ticks`` later anyway).
+stream; for a NaN action or stale input the node also calls ``<driver>/estop``, so the joints are damped
+at once (the driver's watchdog would do it ``watchdog_ticks`` later anyway).
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class PolicyRunnerNode(Node):
             command_timeout_s=declare(
                 self,
                 "command_timeout_s",
-                0.0,
-                "zero a /cmd_vel older than this (s); 0 keeps the last",
+                1.0,
+                "a /cmd_vel older than this (s, robot time) counts as zero; 0 keeps the last forever",
                 0.0,
                 60.0,
             ),

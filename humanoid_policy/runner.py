@@ -47,13 +47,14 @@ class RunnerSettings:
         ramp_s: duration of the ramp to the default pose (s).
         autostart: go from ``ramp`` straight to ``run`` (else to ``hold`` until :meth:`PolicyRunner.start`).
         max_imu_age_s: an IMU sample older than this (relative to the joint state) is stale -> ``fault``.
-        command_timeout_s: a velocity command older than this is replaced by zero (s; 0 disables).
+        command_timeout_s: a velocity command older than this (robot time) is replaced by zero - the robot
+            stops walking when its operator goes silent (s; 0 disables).
     """
 
     ramp_s: float = 1.0
     autostart: bool = True
     max_imu_age_s: float = 0.05
-    command_timeout_s: float = 0.0
+    command_timeout_s: float = 1.0
 
 
 @dataclass

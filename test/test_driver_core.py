@@ -157,3 +157,41 @@ def test_low_level_law() -> None:
     np.testing.assert_allclose(
         c.torque(np.zeros(2), np.array([1.0, 0.0]), np.array([100.0, 5.0])), [9.5, 5.0]
     )
+
+
+def test_explicit_command_gains_apply_in_active_and_are_validated() -> None:
+    core = _core()
+    n = CONFIG.num_joints
+    kp, kd = np.linspace(10, 60, n), np.full(n, 1.5)
+    core.set_command_gains(kp, kd, name="policy")
+    _to_hold(core)
+    core.submit(_cmd())
+    cmd = core.update(CONFIG.array("default"), np.zeros(n))
+    np.testing.assert_array_equal(cmd.kp, kp)
+    np.testing.assert_array_equal(cmd.kd, kd)
+    for bad_kp, bad_kd, match in [
+        (kp[:5], kd, "kp has 5 values"),
+        (kp, np.full(n, np.nan), "kd must be finite"),
+        (-kp, kd, "kp must be finite and non-negative"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            core.set_command_gains(bad_kp, bad_kd)
+    np.testing.assert_array_equal(core.command_profile.kp, kp)  # a refused change keeps the gains in force
+
+
+def test_hold_hands_control_back_to_the_driver() -> None:
+    core = _core()
+    n = CONFIG.num_joints
+    _to_hold(core)
+    core.submit(_cmd())
+    core.update(CONFIG.array("default"), np.zeros(n))
+    assert core.mode == DriverMode.ACTIVE
+    q_now = CONFIG.array("default") + 0.1
+    ok, _ = core.hold(q_now)
+    assert ok and core.mode == DriverMode.RAMP
+    first = core.update(q_now, np.zeros(n))
+    np.testing.assert_allclose(first.q, q_now)  # ramps from where the robot is
+    assert core.submit(_cmd()) is False  # commands ignored while ramping back
+    core.estop()
+    ok, msg = core.hold(q_now)
+    assert not ok and "damping" in msg

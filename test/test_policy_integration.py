@@ -34,6 +34,7 @@ def test_holosoma_policy_walks_the_command_script(tmp_path: Path, policy: str, c
     assert seg["lateral"]["achieved_mean"][1] > 0.08
     assert abs(seg["stand"]["achieved_mean"][0]) < 0.05
     assert result["commands_refused"] == 0
+    assert result["driver_gain_profile"] == "command_kp/kd"  # the driver ran the policy's PD gains
     assert (tmp_path / f"velocity_tracking_{policy.replace('/', '_')}.png").stat().st_size > 10_000
 
 

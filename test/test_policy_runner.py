@@ -152,3 +152,18 @@ def test_policy_walks_in_process(policy: str) -> None:
     assert w[turn, 2].mean() > 0.35
     pos = np.array(log.base_pos)
     assert pos[-1, 0] > 1.0  # walked forward more than a metre
+
+
+def test_stale_velocity_command_counts_as_zero() -> None:
+    runner = make_runner(command_timeout_s=1.0)
+    q = ROBOT.array("default")
+    runner.set_command(np.array([0.5, 0.0, 0.0]), 0.0)
+    seen = []
+    for k in range(0, 1000, 10):  # 2 s at the policy rate
+        t = 0.002 * k
+        runner.set_imu(ImuSample(t, UPRIGHT, np.zeros(3)))
+        out = runner.update(t, q, np.zeros(N), "hold" if k == 0 else "active")
+        if out.policy_step is not None:
+            seen.append((t, out.policy_step.command[0]))
+    assert all(c == 0.5 for t, c in seen if t <= 1.0)
+    assert all(c == 0.0 for t, c in seen if t > 1.0 + 1e-9)
