@@ -24,7 +24,7 @@ from humanoid_policy.runner import ImuSample
 SCRIPT = [("stand", 1.0, (0.0, 0.0, 0.0)), ("forward", 4.0, (0.5, 0.0, 0.0)), ("turn", 3.0, (0.0, 0.0, 0.5))]
 
 
-def _set_dofs(attr: str, value: float):  # noqa: ANN202 - returns a model hook
+def _set_dofs(attr: str, value: float):
     def hook(model: Any) -> None:
         getattr(model, attr)[6:] = value
 
@@ -81,7 +81,7 @@ def main() -> None:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"\n| variant | fell | survived (s) | forward vx (m/s) | turn wz (rad/s) |\n|---|---|---|---|---|")
+    print("\n| variant | fell | survived (s) | forward vx (m/s) | turn wz (rad/s) |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['variant']} | {r['fell']} | {r['survived_s']} | {r['forward_vx']} | {r['turn_wz']} |")
 
