@@ -133,6 +133,7 @@ class GraphProbe:
         controller: if given, called with each ``JointState`` on ``/joint_states``; a returned ``JointState``
             is published on ``/joint_commands`` (set ``header.stamp`` to the state's for lockstep).
         subscribe_description: also subscribe ``/robot_description`` (transient_local).
+        contacts: also record ``/sim/contacts/{left,right}``.
     """
 
     def __init__(
@@ -140,6 +141,7 @@ class GraphProbe:
         controller: Callable[[Any], Any] | None = None,
         subscribe_description: bool = True,
         name: str = "graph_probe",
+        contacts: bool = True,
     ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -174,7 +176,7 @@ class GraphProbe:
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
-        for side in ("left", "right"):
+        for side in ("left", "right") if contacts else ():
             self.data.contact_fz[side] = []
             self.node.create_subscription(
                 WrenchStamped, f"/sim/contacts/{side}", lambda m, s=side: self._on_contact(s, m), reliable

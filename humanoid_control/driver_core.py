@@ -101,6 +101,7 @@ class DriverCounters:
     commands_ignored: int = 0
     clamped_targets: int = 0
     watchdog_trips: int = 0
+    max_command_gap_ticks: int = 0
     estops: int = 0
     faults: int = 0
     last_refusal: str = ""
@@ -280,6 +281,9 @@ class DriverCore:
             and self.mode != DriverMode.DAMPING
         ):
             self.fault(f"fall detected: base tilt {math.degrees(base_tilt):.0f} deg")
+        if self.mode == DriverMode.ACTIVE:
+            gap = self.tick - self.last_command_tick
+            self.counters.max_command_gap_ticks = max(self.counters.max_command_gap_ticks, gap)
         if (
             self.mode == DriverMode.ACTIVE
             and self.tick - self.last_command_tick > self.settings.watchdog_ticks

@@ -26,7 +26,20 @@ def test_default_plan_starts_driver_and_description() -> None:
             "sim_duration_s": 0.0,
             "wait_for_subscribers": 0,
         }
-        assert plan.processes[1].params["use_sim_time"] is True
+        assert plan.processes[1].params == {"robot": "g1"}
+    finally:
+        plan.cleanup()
+
+
+def test_policy_controller_arguments() -> None:
+    plan = load_launch_description(
+        default_launch_file(),
+        {"controller": "policy", "policy": "holosoma/g1_fastsac", "policy_autostart": "false"},
+    )
+    try:
+        runner = plan.processes[-1]
+        assert runner.name == "policy_runner"
+        assert runner.params == {"robot": "g1", "policy": "holosoma/g1_fastsac", "autostart": False}
     finally:
         plan.cleanup()
 

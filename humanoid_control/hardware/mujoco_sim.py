@@ -159,28 +159,30 @@ class MujocoBackend(RobotBackend):
     def contact_wrenches(self) -> dict[str, Wrench]:
         """Sum of contact forces on each foot body, as a wrench in its sole frame about the sole origin."""
         m, d = self.model, self.data
-        force = {s: np.zeros(3) for s in self.mj.sole_site_ids}
-        torque = {s: np.zeros(3) for s in self.mj.sole_site_ids}
-        f6 = np.zeros(6)
-        for i in range(d.ncon):
-            con = d.contact[i]
-            b1, b2 = int(m.geom_bodyid[con.geom1]), int(m.geom_bodyid[con.geom2])
-            # mj_contactForce: force in the contact frame, exerted by geom1 on geom2
-            # (normal from geom1 to geom2)
-            for body, sign in ((b2, 1.0), (b1, -1.0)):
-                side = self._foot_of_body.get(body)
-                if side is None:
-                    continue
-                mujoco.mj_contactForce(m, d, i, f6)
-                frame = con.frame.reshape(3, 3)
-                f_world = sign * (frame.T @ f6[:3])
-                origin = d.site_xpos[self.mj.sole_site_ids[side]]
-                force[side] += f_world
-                torque[side] += np.cross(con.pos - origin, f_world)
+        n = d.ncon
+        con = d.contact
+        b1 = m.geom_bodyid[con.geom1[:n]]
+        b2 = m.geom_bodyid[con.geom2[:n]]
         out = {}
+        f6 = np.zeros(6)
         for side, sid in self.mj.sole_site_ids.items():
+            body = self.mj.foot_body_ids[side]
+            # mj_contactForce: force in the contact frame exerted by geom1 on geom2 (normal: geom1 -> geom2)
+            sign = (b2 == body).astype(float) - (b1 == body).astype(float)
+            idx = np.flatnonzero(sign)
+            force, torque = np.zeros(3), np.zeros(3)
+            if idx.size:
+                local = np.empty((idx.size, 3))
+                for k, i in enumerate(idx):
+                    mujoco.mj_contactForce(m, d, int(i), f6)
+                    local[k] = f6[:3]
+                frames = con.frame[idx].reshape(-1, 3, 3)
+                f_world = np.einsum("kij,ki->kj", frames, local) * sign[idx, None]
+                arms = con.pos[idx] - d.site_xpos[sid]
+                force = f_world.sum(axis=0)
+                torque = np.cross(arms, f_world).sum(axis=0)
             rot = d.site_xmat[sid].reshape(3, 3)
-            out[side] = Wrench(self.config.feet[side].sole_frame, rot.T @ force[side], rot.T @ torque[side])
+            out[side] = Wrench(self.config.feet[side].sole_frame, rot.T @ force, rot.T @ torque)
         return out
 
     def base_height(self) -> float:
