@@ -18,7 +18,6 @@ simulated time, and once a controller is active each tick waits until the comman
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 from typing import Any
@@ -513,9 +512,6 @@ def _sleep_until(deadline: float, spin_margin: float) -> float:
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack robot_driver``."""
-    # The loop thread shares the GIL with the executor thread (command callbacks, services). Python's default
-    # 5 ms switch interval can keep the loop waiting for most of a 2 ms tick; 0.2 ms bounds that wait.
-    sys.setswitchinterval(2e-4)
 
     return run_node(RobotDriverNode, args, "robot_driver")
 
