@@ -18,6 +18,7 @@ simulated time, and once a controller is active each tick waits until the comman
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from typing import Any
@@ -92,6 +93,17 @@ class RobotDriverNode(Node):
                 "realtime: busy-wait this long before each deadline (us)",
                 0.0,
                 2000.0,
+            )
+            * 1e-6
+        )
+        self.realtime_command_wait = (
+            declare(
+                self,
+                "realtime_command_wait_us",
+                500.0,
+                "realtime: wait at most this long each tick for the controller's answer to it (us)",
+                0.0,
+                1500.0,
             )
             * 1e-6
         )
@@ -175,6 +187,7 @@ class RobotDriverNode(Node):
         self.lockstep_timeouts = 0
         self._running = True
         self._last_mode = None
+        self.realtime_commands_late = 0
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", reliable)
@@ -196,7 +209,16 @@ class RobotDriverNode(Node):
                 side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", reliable)
                 for side in self.config.feet
             }
-        self.create_subscription(JointState, "/joint_commands", self._on_command, reliable)
+        # realtime: commands are a latest-wins stream. A reliable reader holds every later sample back until a
+        # lost one is repaired (head-of-line blocking; stalls of 40-340 ms measured under CPU load, tripping
+        # the watchdog), so realtime reads them best-effort. Lockstep keeps them reliable: each tick waits for
+        # its own command.
+        command_qos = (
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+            if self.clock_mode == "realtime"
+            else reliable
+        )
+        self.create_subscription(JointState, "/joint_commands", self._on_command, command_qos)
         self.create_service(Trigger, "~/estop", self._on_estop)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(Trigger, "~/hold", self._on_hold)
@@ -350,6 +372,21 @@ class RobotDriverNode(Node):
             self.backend_state = state
             self._publish_state(state)
             with self.command_arrived:
+                # realtime: give a streaming controller a short, deadline-bounded chance to answer this tick.
+                # Waiting on the condition also hands the GIL to the executor thread, which takes the
+                # commands; a loop running behind schedule would otherwise starve it while it counts ticks
+                # towards the watchdog (measured: watchdog trips with a controller answering every tick).
+                if realtime and self.realtime_command_wait > 0 and self._controller_streaming():
+                    limit = min(
+                        tick_start + self.realtime_command_wait,
+                        next_deadline + self.period - 0.5 * self.period,
+                    )
+                    while self.latest_command_stamp < state.stamp - 1e-9 and self._controller_streaming():
+                        remaining = limit - time.perf_counter()
+                        if remaining <= 0:
+                            self.realtime_commands_late += 1
+                            break
+                        self.command_arrived.wait(remaining)
                 # lockstep: while a controller streams commands (accepted or not), it sets the pace
                 if not realtime and self._controller_streaming():
                     deadline = time.perf_counter() + self.lockstep_timeout
@@ -464,6 +501,7 @@ class RobotDriverNode(Node):
                 "estops": c.estops,
                 "faults": c.faults,
                 "lockstep_timeouts": self.lockstep_timeouts,
+                "realtime_commands_late": self.realtime_commands_late,
             }
         values.update(self.stats.summary())
         status = DiagnosticStatus(
@@ -505,6 +543,10 @@ def _sleep_until(deadline: float, spin_margin: float) -> float:
     remaining = deadline - time.perf_counter()
     if remaining > spin_margin:
         time.sleep(remaining - spin_margin)
+    else:
+        # late or nearly: still hand the GIL over once, so the executor thread can take the commands that
+        # arrived (a loop running behind would otherwise hold it for whole switch intervals, 5 ms each)
+        time.sleep(0)
     while time.perf_counter() < deadline:
         pass
     return max(0.0, time.perf_counter() - deadline)
@@ -512,6 +554,9 @@ def _sleep_until(deadline: float, spin_margin: float) -> float:
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack robot_driver``."""
+    # The loop thread and the executor thread (commands, services) share the GIL; with Python's default 5 ms
+    # switch interval a busy loop thread can delay command callbacks by several ticks.
+    sys.setswitchinterval(5e-4)
 
     return run_node(RobotDriverNode, args, "robot_driver")
 

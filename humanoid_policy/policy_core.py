@@ -160,6 +160,10 @@ class PolicyCore:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(manifest.onnx_path), opts, providers=["CPUExecutionProvider"])
+        # warm-up: onnxruntime's first runs allocate and optimise (tens of ms); do it now, not in the first
+        # real-time step, where it would stall the command stream past the driver's watchdog
+        for _ in range(5):
+            self.infer(np.zeros(manifest.obs_size, dtype=np.float32))
         self.builder = ObservationBuilder(manifest)
         self.clock = GaitClock(manifest.phase, manifest.rate_hz) if manifest.phase else None
         lo = [manifest.command_ranges[k][0] for k in ("lin_vel_x", "lin_vel_y", "ang_vel_z")]

@@ -39,7 +39,12 @@ def test_policy_controller_arguments() -> None:
     try:
         runner = plan.processes[-1]
         assert runner.name == "policy_runner"
-        assert runner.params == {"robot": "g1", "policy": "holosoma/g1_fastsac", "autostart": False}
+        assert runner.params == {
+            "robot": "g1",
+            "policy": "holosoma/g1_fastsac",
+            "autostart": False,
+            "state_reliability": "reliable",
+        }
     finally:
         plan.cleanup()
 

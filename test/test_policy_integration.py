@@ -17,12 +17,21 @@ from humanoid_bringup.graph import GraphProbe, LaunchedGraph
 pytestmark = pytest.mark.slow
 
 
+def _events(log: Path) -> str:
+    """Mode/state changes and errors of a graph log (for failure messages)."""
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    return "\n".join(ln for ln in lines if "->" in ln or "ERROR" in ln or "FAULT" in ln)
+
+
 @pytest.mark.parametrize("clock", ["lockstep", "realtime"])
 @pytest.mark.parametrize("policy", ["holosoma/g1_ppo", "holosoma/g1_fastsac"])
 def test_holosoma_policy_walks_the_command_script(tmp_path: Path, policy: str, clock: str) -> None:
-    result = run_locomotion(policy, clock=clock, out_dir=tmp_path)
+    try:
+        result = run_locomotion(policy, clock=clock, out_dir=tmp_path)
+    except RuntimeError as exc:
+        raise AssertionError(f"{exc}\n{_events(tmp_path / 'graph.log')}") from exc
     seg = result["segments"]
-    assert not result["fell"], result["fall_reason"]
+    assert not result["fell"], f"{result['fall_reason']}\n{_events(tmp_path / 'graph.log')}"
     assert result["time_survived_s"] >= 21.9
     assert result["runner_states"][-1] == "run"
     assert result["driver_modes"][-1] == "active"
