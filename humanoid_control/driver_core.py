@@ -8,7 +8,8 @@ Modes (``DriverMode``):
 
 - ``ramp``: boot (or reset) - interpolate q* from the pose at the start of the ramp to the default standing
   pose over ``ramp_duration`` seconds with the ``stand`` gains; then ``hold``. Commands are ignored.
-- ``hold``: q* = default pose, ``stand`` gains. A valid command switches to ``active``.
+- ``hold``: q* = default pose, ``stand`` gains. A valid command switches to ``active`` (after
+  ``activation_ticks`` consecutive ticks with valid commands, if set: a handshake).
 - ``active``: q*, dq*, tau_ff from the latest command (clamped to the limits) with the command gain profile.
   A command older than ``watchdog_ticks`` ticks puts the driver in ``damping``.
 - ``damping``: kp = 0, tau_ff = 0, dq* = 0, kd of the profile in use kept: tau = -kd dq. Latched (e-stop,
@@ -83,10 +84,14 @@ class DriverSettings:
         ramp_duration: boot/reset ramp to the default pose (s).
         command_profile: gain profile applied to commands in ``active``.
         fall_tilt: base tilt from upright (rad) beyond which the driver goes to damping; 0 disables.
+        activation_ticks: in ``hold``, a controller takes over only after its valid commands have streamed
+            for this many ticks without a gap of more than 5 ticks (a handshake: the stream must be steady
+            before it gets the robot); 1 = at once.
     """
 
     rate_hz: float = 500.0
-    watchdog_ticks: int = 20
+    watchdog_ticks: int = 50
+    activation_ticks: int = 1
     ramp_duration: float = 2.0
     command_profile: str = "stand"
     fall_tilt: float = math.radians(60.0)
@@ -182,6 +187,8 @@ class DriverCore:
         self._ramp_start: np.ndarray | None = None
         self._ramp_start_tick = 0
         self._damping_kd = self.stand.kd
+        self._streak = 0
+        self._streak_tick = -(10**9)
 
     # ----------------------------------------------------------------- inputs
     def set_command_profile(self, name: str) -> None:
@@ -213,6 +220,14 @@ class DriverCore:
         if self.mode in (DriverMode.RAMP, DriverMode.DAMPING):
             self.counters.commands_ignored += 1
             return False
+        if self.mode == DriverMode.HOLD and self.settings.activation_ticks > 1:
+            if self.tick != self._streak_tick:  # count ticks; a gap of more than 5 ticks restarts the count
+                gap = self.tick - self._streak_tick
+                self._streak = self._streak + gap if gap <= 5 else 1
+                self._streak_tick = self.tick
+            if self._streak < self.settings.activation_ticks:
+                self.counters.commands_ignored += 1
+                return False
         clamped = np.clip(command.q, self.lower, self.upper)
         if np.any(clamped != command.q):
             self.counters.clamped_targets += 1

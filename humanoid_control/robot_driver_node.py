@@ -63,7 +63,7 @@ class RobotDriverNode(Node):
         )
         self.clock_mode = declare(self, "clock", "lockstep", "lockstep | realtime", read_only=True)
         rate = declare(self, "rate_hz", 500.0, "loop rate (Hz)", 50.0, 2000.0, read_only=True)
-        watchdog = declare(self, "watchdog_ticks", 20, "ticks without a command before damping", 1, 10000)
+        watchdog = declare(self, "watchdog_ticks", 50, "ticks without a command before damping", 1, 10000)
         self.lockstep_timeout = declare(
             self,
             "lockstep_timeout_s",
@@ -71,6 +71,14 @@ class RobotDriverNode(Node):
             "lockstep: wall-clock wait for the tick's command (s)",
             0.001,
             10.0,
+        )
+        activation = declare(
+            self,
+            "activation_ticks",
+            1,
+            "hold -> active only after this many consecutive ticks with valid commands",
+            1,
+            10000,
         )
         ramp = declare(self, "ramp_duration_s", 2.0, "boot/reset ramp to the default pose (s)", 0.1, 20.0)
         profile = declare(self, "gain_profile", "stand", "gain profile applied to /joint_commands")
@@ -146,6 +154,7 @@ class RobotDriverNode(Node):
             watchdog_ticks=watchdog,
             ramp_duration=ramp,
             command_profile=profile,
+            activation_ticks=activation,
             fall_tilt=math.radians(fall),
         )
         self.core = DriverCore(self.config, self.settings)  # raises ConfigError for an unknown profile

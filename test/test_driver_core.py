@@ -195,3 +195,23 @@ def test_hold_hands_control_back_to_the_driver() -> None:
     core.estop()
     ok, msg = core.hold(q_now)
     assert not ok and "damping" in msg
+
+
+def test_activation_handshake_needs_a_steady_stream() -> None:
+    core = _core(activation_ticks=20)
+    _to_hold(core)
+    q, z = CONFIG.array("default"), np.zeros(N)
+    for _ in range(15):  # 15 ticks of commands, then a 10-tick gap: the count restarts
+        core.submit(_cmd())
+        core.update(q, z)
+    for _ in range(10):
+        core.update(q, z)
+    assert core.mode == DriverMode.HOLD
+    ticks = 0
+    while core.mode == DriverMode.HOLD:
+        if ticks % 2 == 0:  # small gaps (every other tick) still count
+            core.submit(_cmd())
+        core.update(q, z)
+        ticks += 1
+        assert ticks < 100
+    assert core.mode == DriverMode.ACTIVE and 19 <= ticks <= 22

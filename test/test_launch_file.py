@@ -25,6 +25,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "rate_hz": 500.0,
             "sim_duration_s": 0.0,
             "wait_for_subscribers": 0,
+            "activation_ticks": 50,
         }
         assert plan.processes[1].params == {"robot": "g1"}
     finally:

@@ -23,15 +23,33 @@ def _events(log: Path) -> str:
     return "\n".join(ln for ln in lines if "->" in ln or "ERROR" in ln or "FAULT" in ln)
 
 
+def _stalled(log: Path) -> bool:
+    """True if the run ended by the watchdog or a stale-input fault (a delivery stall), not by a fall."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return "watchdog: no command" in text or "stale IMU" in text
+
+
 @pytest.mark.parametrize("clock", ["lockstep", "realtime"])
 @pytest.mark.parametrize("policy", ["holosoma/g1_ppo", "holosoma/g1_fastsac"])
 def test_holosoma_policy_walks_the_command_script(tmp_path: Path, policy: str, clock: str) -> None:
-    try:
-        result = run_locomotion(policy, clock=clock, out_dir=tmp_path)
-    except RuntimeError as exc:
-        raise AssertionError(f"{exc}\n{_events(tmp_path / 'graph.log')}") from exc
+    # Realtime on a 2-core machine: in about one run in ten, message delivery between the processes stalls for
+    # ~330 ms soon after the policy starts (see docs/policy.md, known limits); the driver's watchdog or the
+    # runner's stale-input check then damps the robot, as it must. Such a run is retried once (a fresh graph);
+    # a fall, or a second stall, fails the test.
+    attempts = 2 if clock == "realtime" else 1
+    for attempt in range(attempts):
+        out = tmp_path / f"attempt{attempt}"
+        try:
+            result = run_locomotion(policy, clock=clock, out_dir=out)
+        except RuntimeError as exc:
+            if attempt + 1 < attempts and _stalled(out / "graph.log"):
+                continue
+            raise AssertionError(f"{exc}\n{_events(out / 'graph.log')}") from exc
+        if result["fell"] and attempt + 1 < attempts and _stalled(out / "graph.log"):
+            continue
+        break
     seg = result["segments"]
-    assert not result["fell"], f"{result['fall_reason']}\n{_events(tmp_path / 'graph.log')}"
+    assert not result["fell"], f"{result['fall_reason']}\n{_events(out / 'graph.log')}"
     assert result["time_survived_s"] >= 21.9
     assert result["runner_states"][-1] == "run"
     assert result["driver_modes"][-1] == "active"
@@ -44,7 +62,7 @@ def test_holosoma_policy_walks_the_command_script(tmp_path: Path, policy: str, c
     assert abs(seg["stand"]["achieved_mean"][0]) < 0.05
     assert result["commands_refused"] == 0
     assert result["driver_gain_profile"] == "command_kp/kd"  # the driver ran the policy's PD gains
-    assert (tmp_path / f"velocity_tracking_{policy.replace('/', '_')}.png").stat().st_size > 10_000
+    assert (out / f"velocity_tracking_{policy.replace('/', '_')}.png").stat().st_size > 10_000
 
 
 def test_nan_action_ends_in_damping_and_is_logged(tmp_path: Path) -> None:
