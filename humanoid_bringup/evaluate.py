@@ -209,7 +209,12 @@ def run_locomotion(
     }
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
-    probe = GraphProbe(subscribe_description=False, name="locomotion_eval", contacts=False)
+    probe = GraphProbe(
+        subscribe_description=False,
+        name="locomotion_eval",
+        contacts=False,
+        reliable_streams=clock == "lockstep",
+    )
     lock = threading.Lock()
     state: dict[str, Any] = {"runner": [], "t0": None, "last_t": None}
     cmd_pub = probe.node.create_publisher(Twist, "/cmd_vel", 10)
@@ -242,7 +247,10 @@ def run_locomotion(
         JointState,
         "/joint_states",
         on_joint_state,
-        QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+        QoSProfile(
+            depth=10,
+            reliability=ReliabilityPolicy.RELIABLE if clock == "lockstep" else ReliabilityPolicy.BEST_EFFORT,
+        ),
     )
     fell = False
     fall_reason = ""

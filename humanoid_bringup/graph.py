@@ -134,6 +134,8 @@ class GraphProbe:
             is published on ``/joint_commands`` (set ``header.stamp`` to the state's for lockstep).
         subscribe_description: also subscribe ``/robot_description`` (transient_local).
         contacts: also record ``/sim/contacts/{left,right}``.
+        reliable_streams: read the 500 Hz streams reliably (lockstep); ``False`` reads them best-effort, so a
+            pause of this observer (say a garbage collection) cannot hold back the publisher (realtime).
     """
 
     def __init__(
@@ -142,6 +144,7 @@ class GraphProbe:
         subscribe_description: bool = True,
         name: str = "graph_probe",
         contacts: bool = True,
+        reliable_streams: bool = True,
     ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -158,7 +161,10 @@ class GraphProbe:
         self.data = Recorded()
         self.lock = threading.Lock()
         self.controller = controller
-        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        reliable = QoSProfile(
+            depth=100,
+            reliability=ReliabilityPolicy.RELIABLE if reliable_streams else ReliabilityPolicy.BEST_EFFORT,
+        )
         self.latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
