@@ -10,7 +10,8 @@ is one JSON object::
      "torque_limit_fraction": ..., "limit_fraction": ...}, ...}, ...}
 
 Velocities are in the heading frame (x forward along the base's yaw, y left, z up): vx, vy (m/s), wz (rad/s).
-Each segment's statistics skip its first ``settle_s`` seconds (the response to the step in the command);
+Each segment's statistics skip its first ``settle_s`` seconds (the response to the step in the command; at
+most half of a segment);
 ``achieved_mean_full`` covers the whole segment.
 """
 
@@ -81,7 +82,7 @@ def segment_metrics(
     start = 0.0
     for name, duration, cmd in script:
         end = start + duration
-        sel = (t >= start + settle_s) & (t < end)
+        sel = (t >= start + min(settle_s, 0.5 * duration)) & (t < end)  # short segments: skip half at most
         full = (t >= start) & (t < end)
         jsel = (joint_t >= start) & (joint_t < end)
         c = np.array(cmd)
