@@ -1,0 +1,243 @@
+"""Contact-aided extended Kalman filter for the floating base: IMU propagation, leg-kinematics updates.
+
+Work in progress of the state-estimation issue: this is the pure core (numpy only); the node, contact
+detection from joint torques and the evaluation are not written yet.
+
+State (world frame W, IMU frame B; the filter tracks the IMU frame):
+
+- ``R``: orientation of B in W (rotation matrix, B -> W); ``v``: velocity of B in W (m/s); ``p``: position
+  of B in W (m);
+- ``feet[i]``: position in W of the sole origin of foot ``i`` (m): a contact point, fixed while in contact;
+- ``bg``, ``ba``: gyroscope (rad/s) and accelerometer (m/s^2) biases, in B.
+
+Error state (21): ``[dtheta, dv, dp, df_0, df_1, dbg, dba]`` with ``R = R_hat Exp(dtheta)`` (right,
+body-frame perturbation) and additive errors elsewhere.
+
+Measurements:
+
+- IMU (propagation): gyro ``w_m = w + bg + n_g``, accelerometer ``a_m = R^T (a - g) + ba + n_a`` (specific
+  force), ``g = (0, 0, -9.81)``;
+- kinematics (update, for each foot in contact): ``y_i = R^T (f_i - p) + n_k``, the sole position in B from the
+  joint encoders (forward kinematics).
+
+Linearised error dynamics (continuous time) with ``w = w_m - bg``, ``a = a_m - ba``::
+
+    dtheta' = -[w]x dtheta - dbg - n_g
+    dv'     = -R [a]x dtheta - R dba - R n_a
+    dp'     = dv
+    df_i'   = n_f_i            (random walk: small in contact, large in swing)
+    dbg'    = n_bg,  dba' = n_ba
+
+and the kinematic measurement Jacobian: ``d y_i = [y_i]x dtheta - R^T dp + R^T df_i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+N_FEET = 2
+DIM = 21
+TH, V, P, F0, BG, BA = 0, 3, 6, 9, 15, 18
+
+
+def skew(w: np.ndarray) -> np.ndarray:
+    """Cross-product matrix: ``skew(a) @ b == a x b``."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def so3_exp(w: np.ndarray) -> np.ndarray:
+    """Rotation matrix of the rotation vector ``w`` (rad)."""
+    angle = float(np.linalg.norm(w))
+    if angle < 1e-10:
+        return np.eye(3) + skew(w)
+    k = skew(w / angle)
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
+def so3_log(r: np.ndarray) -> np.ndarray:
+    """Rotation vector (rad) of a rotation matrix."""
+    cos = np.clip((np.trace(r) - 1.0) / 2.0, -1.0, 1.0)
+    angle = float(np.arccos(cos))
+    vee = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    if angle < 1e-8:
+        return 0.5 * vee
+    return angle / (2.0 * np.sin(angle)) * vee
+
+
+@dataclass
+class EstimatorNoise:
+    """Noise densities of the filter (continuous time; white noise per sqrt(Hz), walks per sqrt(s)).
+
+    Attributes:
+        gyro: gyro white noise (rad/s/sqrt(Hz)). accel: accelerometer white noise (m/s^2/sqrt(Hz)).
+        gyro_bias_walk: (rad/s/sqrt(s)). accel_bias_walk: (m/s^2/sqrt(s)).
+        foot_contact: foot position random walk in contact (m/sqrt(s)) - allows for small slips.
+        foot_swing: foot position random walk in swing (m/sqrt(s)) - effectively unconstrained.
+        kinematics: std of the forward-kinematics foot position (m): encoder noise and model error.
+    """
+
+    gyro: float = 0.002
+    accel: float = 0.02
+    gyro_bias_walk: float = 1e-4
+    accel_bias_walk: float = 1e-3
+    foot_contact: float = 0.002
+    foot_swing: float = 1.0
+    kinematics: float = 0.003
+
+
+@dataclass
+class FilterState:
+    """Estimate and error covariance (see module docstring for the frames)."""
+
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    v: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    feet: np.ndarray = field(default_factory=lambda: np.zeros((N_FEET, 3)))
+    bg: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    ba: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    P: np.ndarray = field(default_factory=lambda: np.eye(DIM) * 1e-4)
+
+    def copy(self) -> FilterState:
+        return FilterState(
+            self.R.copy(),
+            self.v.copy(),
+            self.p.copy(),
+            self.feet.copy(),
+            self.bg.copy(),
+            self.ba.copy(),
+            self.P.copy(),
+        )
+
+    def boxplus(self, dx: np.ndarray) -> FilterState:
+        """The state perturbed by an error-state vector ``dx`` (21)."""
+        out = self.copy()
+        out.R = self.R @ so3_exp(dx[TH : TH + 3])
+        out.v = self.v + dx[V : V + 3]
+        out.p = self.p + dx[P : P + 3]
+        out.feet = self.feet + dx[F0 : F0 + 3 * N_FEET].reshape(N_FEET, 3)
+        out.bg = self.bg + dx[BG : BG + 3]
+        out.ba = self.ba + dx[BA : BA + 3]
+        return out
+
+    def boxminus(self, other: FilterState) -> np.ndarray:
+        """Error-state vector ``dx`` with ``other.boxplus(dx) == self``."""
+        dx = np.zeros(DIM)
+        dx[TH : TH + 3] = so3_log(other.R.T @ self.R)
+        dx[V : V + 3] = self.v - other.v
+        dx[P : P + 3] = self.p - other.p
+        dx[F0 : F0 + 3 * N_FEET] = (self.feet - other.feet).reshape(-1)
+        dx[BG : BG + 3] = self.bg - other.bg
+        dx[BA : BA + 3] = self.ba - other.ba
+        return dx
+
+
+def propagate_mean(x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float) -> FilterState:
+    """Integrate the IMU over ``dt`` (s): the mean only (first order, zero-order hold on the measurements)."""
+    out = x.copy()
+    w = gyro - x.bg
+    a_world = x.R @ (accel - x.ba) + GRAVITY
+    out.p = x.p + x.v * dt + 0.5 * a_world * dt * dt
+    out.v = x.v + a_world * dt
+    out.R = x.R @ so3_exp(w * dt)
+    return out
+
+
+def transition_matrix(x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float) -> np.ndarray:
+    """Discrete error-state transition ``F`` (21 x 21) of :func:`propagate_mean` at ``x``."""
+    w = gyro - x.bg
+    a = accel - x.ba
+    f = np.eye(DIM)
+    f[TH : TH + 3, TH : TH + 3] = so3_exp(-w * dt)
+    f[TH : TH + 3, BG : BG + 3] = -np.eye(3) * dt
+    f[V : V + 3, TH : TH + 3] = -x.R @ skew(a) * dt
+    f[V : V + 3, BA : BA + 3] = -x.R * dt
+    f[P : P + 3, V : V + 3] = np.eye(3) * dt
+    f[P : P + 3, TH : TH + 3] = -0.5 * x.R @ skew(a) * dt * dt
+    f[P : P + 3, BA : BA + 3] = -0.5 * x.R * dt * dt
+    return f
+
+
+def kinematic_prediction(x: FilterState, foot: int) -> np.ndarray:
+    """Predicted sole position of ``foot`` in the IMU frame, ``R^T (f - p)`` (m)."""
+    return x.R.T @ (x.feet[foot] - x.p)
+
+
+def kinematic_jacobian(x: FilterState, foot: int) -> np.ndarray:
+    """Jacobian (3 x 21) of :func:`kinematic_prediction` with respect to the error state."""
+    y = kinematic_prediction(x, foot)
+    h = np.zeros((3, DIM))
+    h[:, TH : TH + 3] = skew(y)
+    h[:, P : P + 3] = -x.R.T
+    h[:, F0 + 3 * foot : F0 + 3 * foot + 3] = x.R.T
+    return h
+
+
+class ContactEKF:
+    """The filter: :meth:`propagate` with each IMU sample, :meth:`update` with each leg-kinematics sample."""
+
+    def __init__(self, noise: EstimatorNoise | None = None, state: FilterState | None = None) -> None:
+        self.noise = noise or EstimatorNoise()
+        self.x = state or FilterState()
+        self.contact = np.zeros(N_FEET, dtype=bool)
+        self.last_innovation = np.zeros(3 * N_FEET)
+
+    def propagate(self, gyro: np.ndarray, accel: np.ndarray, dt: float) -> None:
+        """IMU step: gyro (rad/s) and specific force (m/s^2) in the IMU frame, held over ``dt`` (s)."""
+        n = self.noise
+        f = transition_matrix(self.x, gyro, accel, dt)
+        q = np.zeros(DIM)
+        q[TH : TH + 3] = n.gyro**2
+        q[V : V + 3] = n.accel**2
+        for i in range(N_FEET):
+            walk = n.foot_contact if self.contact[i] else n.foot_swing
+            q[F0 + 3 * i : F0 + 3 * i + 3] = walk**2
+        q[BG : BG + 3] = n.gyro_bias_walk**2
+        q[BA : BA + 3] = n.accel_bias_walk**2
+        g = np.eye(DIM)
+        g[V : V + 3, V : V + 3] = self.x.R  # accel noise enters rotated into the world frame
+        qd = g @ np.diag(q * dt) @ g.T
+        self.x = propagate_mean(self.x, gyro, accel, dt)
+        self.x.P = f @ self.x.P @ f.T + qd
+        self.x.P = 0.5 * (self.x.P + self.x.P.T)
+
+    def set_contact(self, contact: np.ndarray, foot_body: list[np.ndarray]) -> None:
+        """New contact flags; a foot touching down gets its position reset from kinematics (``foot_body``)."""
+        contact = np.asarray(contact, dtype=bool)
+        for i in range(N_FEET):
+            if contact[i] and not self.contact[i]:
+                s = 3 * i + F0
+                self.x.feet[i] = self.x.p + self.x.R @ foot_body[i]
+                # decorrelate and give it the uncertainty of the base position plus the kinematics
+                self.x.P[s : s + 3, :] = 0.0
+                self.x.P[:, s : s + 3] = 0.0
+                self.x.P[s : s + 3, s : s + 3] = self.x.P[P : P + 3, P : P + 3] + np.eye(3) * (
+                    self.noise.kinematics**2
+                )
+        self.contact = contact
+
+    def update(self, foot_body: list[np.ndarray]) -> np.ndarray:
+        """Kinematic update with the measured sole positions in the IMU frame (m) of the feet in contact.
+
+        Returns the innovation (3 per foot; zeros for feet not in contact).
+        """
+        rows = [i for i in range(N_FEET) if self.contact[i]]
+        innovation = np.zeros(3 * N_FEET)
+        if not rows:
+            self.last_innovation = innovation
+            return innovation
+        h = np.vstack([kinematic_jacobian(self.x, i) for i in rows])
+        r = np.concatenate([foot_body[i] - kinematic_prediction(self.x, i) for i in rows])
+        noise = np.eye(len(r)) * self.noise.kinematics**2
+        s = h @ self.x.P @ h.T + noise
+        k = np.linalg.solve(s, h @ self.x.P).T
+        dx = k @ r
+        p_new = (np.eye(DIM) - k @ h) @ self.x.P
+        self.x = self.x.boxplus(dx)
+        self.x.P = 0.5 * (p_new + p_new.T)
+        for j, i in enumerate(rows):
+            innovation[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
+        self.last_innovation = innovation
+        return innovation
