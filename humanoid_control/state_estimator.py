@@ -17,8 +17,8 @@ Measurements:
 
 - IMU (propagation): gyro ``w_m = w + bg + n_g``, accelerometer ``a_m = R^T (a - g) + ba + n_a`` (specific
   force), ``g = (0, 0, -9.81)``;
-- kinematics (update, for each foot in contact): ``y_i = R^T (f_i - p) + n_k``, the sole position in B from the
-  joint encoders (forward kinematics).
+- kinematics (update, for each foot in contact): ``y_i = R^T (f_i - p) + n_k``, the sole position in B
+  from the joint encoders (forward kinematics).
 
 Linearised error dynamics (continuous time) with ``w = w_m - bg``, ``a = a_m - ba``::
 
