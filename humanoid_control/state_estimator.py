@@ -241,3 +241,189 @@ class ContactEKF:
             innovation[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
         self.last_innovation = innovation
         return innovation
+
+
+class LegKinematics:
+    """Forward kinematics and static foot-force estimation on pinocchio (robot configuration order).
+
+    All positions are of the sole frames, expressed in the IMU frame; forces are ground reaction forces on the
+    feet in the world-aligned frame (N), from the joint torques of each leg: at quasi-static balance
+    ``tau_leg = g_leg(q) - J_leg^T F``, so ``F = J_leg^-T (g_leg - tau_leg)``.
+    """
+
+    def __init__(self, config: object) -> None:
+        import pinocchio as pin
+
+        from humanoid_control.robot_model import load_pinocchio_model
+
+        self.pin = pin
+        self.config = config
+        self.pm = load_pinocchio_model(config)  # type: ignore[arg-type]
+        self.model = self.pm.model
+        self.data = self.model.createData()
+        self.sides = list(self.pm.sole_frame_ids)
+        self.mass = float(pin.computeTotalMass(self.model))
+        # leg joints: the joints on the path from the base to each sole (indices into v)
+        self.leg_v: dict[str, np.ndarray] = {}
+        for side, fid in self.pm.sole_frame_ids.items():
+            joint = self.model.frames[fid].parentJoint
+            idx = []
+            while joint > 1:  # stop at the free flyer
+                idx.append(self.model.joints[joint].idx_v)
+                joint = self.model.parents[joint]
+            self.leg_v[side] = np.array(sorted(idx))
+        self.q = pin.neutral(self.model)
+
+    def set_state(self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None) -> None:
+        """Joint positions (configuration order, rad) and, for force estimation, the base orientation."""
+        pin = self.pin
+        self.q[self.pm.joint_q_idx] = joint_q
+        self.q[:3] = 0.0
+        rot = np.eye(3) if base_rotation is None else base_rotation
+        self.q[3:7] = pin.Quaternion(rot).coeffs()  # x, y, z, w
+        pin.framesForwardKinematics(self.model, self.data, self.q)
+
+    def feet_in_imu(self) -> list[np.ndarray]:
+        """Sole origins in the IMU frame (m), in :attr:`sides` order (after :meth:`set_state`)."""
+        imu = self.data.oMf[self.pm.imu_frame_id]
+        return [imu.actInv(self.data.oMf[fid]).translation.copy() for fid in self.pm.sole_frame_ids.values()]
+
+    def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rotation, translation) of the base frame in the IMU frame."""
+        imu = self.data.oMf[self.pm.imu_frame_id]
+        base = self.data.oMf[self.model.getFrameId(self.config.base_body)]  # type: ignore[attr-defined]
+        rel = imu.actInv(base)
+        return rel.rotation.copy(), rel.translation.copy()
+
+    def foot_forces(self, joint_tau: np.ndarray) -> list[np.ndarray]:
+        """Ground reaction force on each foot, world-aligned axes (N), from measured joint torques (N m)."""
+        pin = self.pin
+        g = pin.computeGeneralizedGravity(self.model, self.data, self.q)
+        tau = np.zeros(self.model.nv)
+        tau[self.pm.joint_v_idx] = joint_tau
+        pin.computeJointJacobians(self.model, self.data, self.q)
+        out = []
+        for side, fid in self.pm.sole_frame_ids.items():
+            jac = pin.getFrameJacobian(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            cols = self.leg_v[side]
+            jl = jac[:, cols]  # 6 x 6 for a 6-joint leg
+            rhs = g[cols] - tau[cols]
+            wrench = np.linalg.lstsq(jl.T, rhs, rcond=None)[0]
+            out.append(wrench[:3])
+        return out
+
+
+class ContactDetector:
+    """Per-foot contact from the estimated normal force, with hysteresis (fractions of body weight)."""
+
+    def __init__(self, weight_n: float, on_fraction: float = 0.25, off_fraction: float = 0.15) -> None:
+        self.on = on_fraction * weight_n
+        self.off = off_fraction * weight_n
+        self.state = np.zeros(N_FEET, dtype=bool)
+
+    def update(self, normal_forces: np.ndarray) -> np.ndarray:
+        """New contact flags from the feet's normal forces (N)."""
+        for i, f in enumerate(normal_forces):
+            self.state[i] = f > self.off if self.state[i] else f > self.on
+        return self.state.copy()
+
+
+@dataclass
+class BaseEstimate:
+    """Output of :class:`StateEstimator` for one tick (base = the robot's base body, REP-105 base_link).
+
+    Attributes:
+        stamp: time (s). position: base origin in the odom frame (m). rotation: base -> odom.
+        linear_velocity, angular_velocity: base twist in the base frame (m/s, rad/s).
+        contact: per foot. forces: estimated ground reaction force per foot, odom-aligned axes (N).
+        covariance: 6 x 6 pose covariance (position, rotation; odom-aligned, m^2, rad^2).
+    """
+
+    stamp: float
+    position: np.ndarray
+    rotation: np.ndarray
+    linear_velocity: np.ndarray
+    angular_velocity: np.ndarray
+    contact: np.ndarray
+    forces: list[np.ndarray]
+    covariance: np.ndarray
+
+
+class StateEstimator:
+    """IMU, joint encoders and torques -> base state (:class:`ContactEKF`, :class:`LegKinematics`, contacts).
+
+    Call :meth:`step` once per tick with the IMU sample and the joint state of that tick.
+    """
+
+    def __init__(
+        self, config: object, noise: EstimatorNoise | None = None, base_height: float = 0.757
+    ) -> None:
+        self.kin = LegKinematics(config)
+        self.detector = ContactDetector(self.kin.mass * 9.81)
+        self.ekf = ContactEKF(noise)
+        self.base_height = base_height
+        self.last_stamp: float | None = None
+        self.initialized = False
+
+    def _initialize(self, imu_quat: np.ndarray, joint_q: np.ndarray) -> None:
+        from humanoid_control.robot_model import quat_wxyz_to_matrix
+
+        r = quat_wxyz_to_matrix(imu_quat)
+        yaw = np.arctan2(r[1, 0], r[0, 0])
+        r = so3_exp(np.array([0.0, 0.0, -yaw])) @ r  # start at zero yaw: the odom frame's heading
+        self.kin.set_state(joint_q, r)
+        feet = self.kin.feet_in_imu()
+        # height: the lower sole on the ground
+        z = -min((r @ f)[2] for f in feet)
+        x = self.ekf.x
+        x.R, x.p, x.v = r, np.array([0.0, 0.0, z]), np.zeros(3)
+        x.P = np.eye(DIM) * 1e-6
+        x.P[BG : BG + 3, BG : BG + 3] = np.eye(3) * 0.01**2
+        x.P[BA : BA + 3, BA : BA + 3] = np.eye(3) * 0.1**2
+        for i, f in enumerate(feet):
+            x.feet[i] = x.p + r @ f
+        self.initialized = True
+
+    def step(
+        self,
+        stamp: float,
+        gyro: np.ndarray,
+        accel: np.ndarray,
+        joint_q: np.ndarray,
+        joint_tau: np.ndarray,
+        imu_quat: np.ndarray | None = None,
+    ) -> BaseEstimate:
+        """One tick: propagate to ``stamp`` (s), detect contacts, update with the feet of the stance legs."""
+        if not self.initialized:
+            self._initialize(np.array([1.0, 0, 0, 0]) if imu_quat is None else imu_quat, joint_q)
+        elif self.last_stamp is not None:
+            dt = stamp - self.last_stamp
+            if 0.0 < dt <= 0.1:
+                self.ekf.propagate(gyro, accel, dt)
+        self.last_stamp = stamp
+        x = self.ekf.x
+        self.kin.set_state(joint_q, x.R)
+        feet = self.kin.feet_in_imu()
+        forces = self.kin.foot_forces(joint_tau)
+        contact = self.detector.update(np.array([f[2] for f in forces]))
+        self.ekf.set_contact(contact, feet)
+        self.ekf.update(feet)
+        x = self.ekf.x
+        r_bi, t_bi = self.kin.base_in_imu()
+        w = gyro - x.bg
+        rot = x.R @ r_bi
+        pos = x.p + x.R @ t_bi
+        v_world = x.v + x.R @ np.cross(w, t_bi)
+        cov = np.zeros((6, 6))
+        cov[:3, :3] = x.P[P : P + 3, P : P + 3]
+        cov[3:, 3:] = x.R @ x.P[TH : TH + 3, TH : TH + 3] @ x.R.T
+        return BaseEstimate(
+            stamp=stamp,
+            position=pos,
+            rotation=rot,
+            linear_velocity=rot.T @ v_world,
+            angular_velocity=r_bi.T @ w,
+            contact=contact,
+            forces=forces,
+            covariance=cov,
+        )

@@ -42,6 +42,13 @@ class InProcessLog:
     step_action: list[np.ndarray] = field(default_factory=list)
     step_target: list[np.ndarray] = field(default_factory=list)
     inference_s: list[float] = field(default_factory=list)
+    # per tick, what a state estimator sees (IMU, encoders, torques) and the simulator's contact truth
+    imu_gyro: list[np.ndarray] = field(default_factory=list)
+    imu_accel: list[np.ndarray] = field(default_factory=list)
+    imu_quat: list[np.ndarray] = field(default_factory=list)
+    joint_q: list[np.ndarray] = field(default_factory=list)
+    joint_tau: list[np.ndarray] = field(default_factory=list)
+    contact_fz: list[np.ndarray] = field(default_factory=list)
     fell: bool = False
     driver_mode: str = ""
 
@@ -67,6 +74,8 @@ def run_in_process(
     imu_hook: Callable[[ImuSample, object], ImuSample] | None = None,
     delay_ticks: int = 0,
     hold_before_run_s: float = 0.0,
+    imu_noise: object | None = None,
+    record_sensors: bool = False,
 ) -> InProcessLog:
     """Boot ramp of the driver (``settle_s``), then ``script``; returns the log.
 
@@ -75,7 +84,7 @@ def run_in_process(
     the policy sees (given the backend), ``delay_ticks`` delays commands by whole loop ticks, and
     ``hold_before_run_s`` makes the policy's own gains hold the default pose that long before it starts.
     """
-    backend = MujocoBackend(robot)
+    backend = MujocoBackend(robot, imu_noise=imu_noise)  # type: ignore[arg-type]
     if model_hook is not None:
         model_hook(backend.model)
     driver = DriverCore(robot, DriverSettings(rate_hz=rate_hz, ramp_duration=settle_s))
@@ -135,6 +144,13 @@ def run_in_process(
         log.base_quat.append(truth.quat.copy())
         log.lin_vel_body.append(truth.linear_velocity_body.copy())
         log.ang_vel_body.append(truth.angular_velocity_body.copy())
+        if record_sensors:
+            log.imu_gyro.append(s.gyro.copy())
+            log.imu_accel.append(s.accel.copy())
+            log.imu_quat.append(s.imu_quat.copy())
+            log.joint_q.append(s.q.copy())
+            log.joint_tau.append(s.tau.copy())
+            log.contact_fz.append(np.array([truth.contacts[side].force[2] for side in ("left", "right")]))
         if truth.position[2] < robot.simulation.fall_height or tilt_from_quat(truth.quat) > math.radians(60):
             log.fell = True
             break

@@ -151,3 +151,60 @@ def test_touchdown_resets_the_foot_from_kinematics(foot: int) -> None:
     np.testing.assert_allclose(ekf.x.feet[foot], ekf.x.p + FEET_BODY[foot])
     innovation = ekf.update(FEET_BODY)
     np.testing.assert_allclose(innovation, 0.0, atol=1e-12)
+
+
+def test_foot_forces_from_joint_torques_match_the_simulator() -> None:
+    """Standing in MuJoCo: the static force estimate from joint torques matches the simulated contacts."""
+    from humanoid_control.driver_core import DriverCore, DriverSettings
+    from humanoid_control.hardware.mujoco_sim import MujocoBackend
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.robot_model import quat_wxyz_to_matrix
+    from humanoid_control.state_estimator import LegKinematics
+
+    config = load_robot_config("g1")
+    kin = LegKinematics(config)
+    backend, driver = MujocoBackend(config), DriverCore(config, DriverSettings())
+    for _ in range(1500):  # boot ramp and a second of standing
+        s = backend.read()
+        backend.write(driver.update(s.q, s.dq))
+        backend.advance(0.002)
+    s = backend.read()
+    truth = backend.ground_truth().contacts
+    kin.set_state(s.q, quat_wxyz_to_matrix(s.imu_quat))
+    forces = kin.foot_forces(s.tau)
+    weight = kin.mass * 9.81
+    for side, f in zip(("left", "right"), forces, strict=True):
+        assert abs(f[2] - truth[side].force[2]) < 0.02 * weight
+    assert abs(sum(f[2] for f in forces) - weight) < 0.03 * weight
+    feet = kin.feet_in_imu()
+    assert feet[0][1] > 0.1 and feet[1][1] < -0.1  # left foot on the left, in the IMU frame
+
+
+@pytest.mark.slow
+def test_replay_of_a_walking_run() -> None:
+    """The estimator core replayed over 8 s of policy walking with a noisy IMU (offline; the node's core)."""
+    from humanoid_bringup.estimator_eval import estimator_metrics, replay
+    from humanoid_control.hardware.mujoco_sim import ImuNoise
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_policy.inprocess import run_in_process
+    from humanoid_policy.manifest import load_policy
+
+    config = load_robot_config("g1")
+    script = [
+        ("stand", 1.0, (0.0, 0.0, 0.0)),
+        ("forward", 4.0, (0.5, 0.0, 0.0)),
+        ("turn", 3.0, (0.0, 0.0, 0.5)),
+    ]
+    noise = ImuNoise(
+        gyro_noise_std=0.003, gyro_bias_std=0.005, accel_noise_std=0.03, accel_bias_std=0.05, seed=1
+    )
+    log = run_in_process(
+        load_policy("holosoma/g1_fastsac", config), config, script, imu_noise=noise, record_sensors=True
+    )
+    assert not log.fell
+    m = estimator_metrics(log, replay(log, config), 33.34 * 9.81)
+    # guards of the current figures (measured 0.38 deg, 0.013 m/s, 95.7 %, 3.1 %); not the issue's targets
+    assert m["roll_pitch_rmse_deg"] < 0.6
+    assert m["lin_vel_rmse_mps"] < 0.03
+    assert min(m["contact_agreement"].values()) > 0.93
+    assert m["xy_drift_pct"] < 5.0
