@@ -77,6 +77,8 @@ class EstimatorNoise:
         foot_contact: foot position random walk in contact (m/sqrt(s)) - allows for small slips.
         foot_swing: foot position random walk in swing (m/sqrt(s)) - effectively unconstrained.
         kinematics: std of the forward-kinematics foot position (m): encoder noise and model error.
+        ground_height: std (m) of an optional flat-ground prior: a foot in contact is at height 0 in the odom
+            frame (``None``: off; height is then unobservable and drifts).
     """
 
     gyro: float = 0.002
@@ -86,6 +88,7 @@ class EstimatorNoise:
     foot_contact: float = 0.002
     foot_swing: float = 1.0
     kinematics: float = 0.003
+    ground_height: float | None = None
 
 
 @dataclass
@@ -230,14 +233,22 @@ class ContactEKF:
             return innovation
         h = np.vstack([kinematic_jacobian(self.x, i) for i in rows])
         r = np.concatenate([foot_body[i] - kinematic_prediction(self.x, i) for i in rows])
-        noise = np.eye(len(r)) * self.noise.kinematics**2
+        variances = [self.noise.kinematics**2] * len(r)
+        if self.noise.ground_height is not None:  # flat ground: contact feet at z = 0
+            for i in rows:
+                row = np.zeros((1, DIM))
+                row[0, F0 + 3 * i + 2] = 1.0
+                h = np.vstack([h, row])
+                r = np.append(r, -self.x.feet[i][2])
+                variances.append(self.noise.ground_height**2)
+        noise = np.diag(variances)
         s = h @ self.x.P @ h.T + noise
         k = np.linalg.solve(s, h @ self.x.P).T
         dx = k @ r
         p_new = (np.eye(DIM) - k @ h) @ self.x.P
         self.x = self.x.boxplus(dx)
         self.x.P = 0.5 * (p_new + p_new.T)
-        for j, i in enumerate(rows):
+        for j, i in enumerate(rows):  # the kinematic part of the innovation
             innovation[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
         self.last_innovation = innovation
         return innovation

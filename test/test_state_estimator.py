@@ -208,3 +208,8 @@ def test_replay_of_a_walking_run() -> None:
     assert m["lin_vel_rmse_mps"] < 0.03
     assert min(m["contact_agreement"].values()) > 0.93
     assert m["xy_drift_pct"] < 5.0
+    # with the optional flat-ground prior the height, unobservable otherwise, stops drifting
+    from humanoid_control.state_estimator import EstimatorNoise
+
+    flat = estimator_metrics(log, replay(log, config, EstimatorNoise(ground_height=0.01)), 33.34 * 9.81)
+    assert flat["height_rmse_m"] < 0.005 < m["height_rmse_m"]
