@@ -47,6 +47,7 @@ setup(
             "robot_description = humanoid_bringup.robot_description_node:main",
             "joint_hold_controller = humanoid_control.joint_hold_node:main",
             "policy_runner = humanoid_policy.policy_runner_node:main",
+            "state_estimator = humanoid_control.state_estimator_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launch_runner:main",
             "humanoid-bench = humanoid_bringup.bench:main",

@@ -407,19 +407,45 @@ class StateEstimator:
         """One tick: propagate to ``stamp`` (s), detect contacts, update with the feet of the stance legs."""
         if not self.initialized:
             self._initialize(np.array([1.0, 0, 0, 0]) if imu_quat is None else imu_quat, joint_q)
-        elif self.last_stamp is not None:
-            dt = stamp - self.last_stamp
-            if 0.0 < dt <= 0.1:
-                self.ekf.propagate(gyro, accel, dt)
+            self.last_stamp = stamp
+        else:
+            self.predict(stamp, gyro, accel)
+        self.correct(joint_q, joint_tau)
+        return self.estimate(stamp, gyro)
+
+    def predict(self, stamp: float, gyro: np.ndarray, accel: np.ndarray) -> bool:
+        """IMU propagation to ``stamp`` (s); False if the sample was not used (not started, bad time step)."""
+        if not self.initialized or self.last_stamp is None:
+            return False
+        dt = stamp - self.last_stamp
+        if not 0.0 < dt <= 0.1:
+            return False
+        self.ekf.propagate(gyro, accel, dt)
         self.last_stamp = stamp
+        return True
+
+    def initialize(self, stamp: float, imu_quat: np.ndarray, joint_q: np.ndarray) -> None:
+        """Start at the odom origin (heading zero) with the lower sole on the ground."""
+        self._initialize(imu_quat, joint_q)
+        self.last_stamp = stamp
+
+    def correct(self, joint_q: np.ndarray, joint_tau: np.ndarray) -> None:
+        """Leg kinematics and contact detection at the current filter time; updates the filter."""
         x = self.ekf.x
         self.kin.set_state(joint_q, x.R)
         feet = self.kin.feet_in_imu()
-        forces = self.kin.foot_forces(joint_tau)
-        contact = self.detector.update(np.array([f[2] for f in forces]))
+        self.forces = self.kin.foot_forces(joint_tau)
+        contact = self.detector.update(np.array([f[2] for f in self.forces]))
         self.ekf.set_contact(contact, feet)
         self.ekf.update(feet)
+
+    forces: list[np.ndarray] = [np.zeros(3), np.zeros(3)]  # noqa: RUF012 - replaced per instance in correct()
+
+    def estimate(self, stamp: float, gyro: np.ndarray) -> BaseEstimate:
+        """The base state now (after :meth:`predict` / :meth:`correct`); ``gyro`` for the angular velocity."""
         x = self.ekf.x
+        contact = self.ekf.contact.copy()
+        forces = self.forces
         r_bi, t_bi = self.kin.base_in_imu()
         w = gyro - x.bg
         rot = x.R @ r_bi
