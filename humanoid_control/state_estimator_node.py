@@ -73,8 +73,10 @@ class StateEstimatorNode(Node):
             self.create_publisher(WrenchStamped, f"/contacts/{side}", reliable) for side in self.est.kin.sides
         ]
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Imu, "/imu/data", self._on_imu, reliable)
-        self.create_subscription(JointState, "/joint_states", self._on_joints, reliable)
+        # deep queues: every IMU sample must be integrated, also when this node briefly falls behind
+        deep = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
+        self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
 
     def _on_imu(self, msg: Imu) -> None:
         g, a, o = msg.angular_velocity, msg.linear_acceleration, msg.orientation
