@@ -378,7 +378,24 @@ def main(argv: list[str] | None = None) -> int:
     loco.add_argument("--out", default="results/eval", help="folder for plots, JSON and logs")
     loco.add_argument("--settle", type=float, default=1.0, help="seconds skipped at each segment start")
     loco.add_argument("--short", action="store_true", help="a 10 s script (stand, forward, turn, stop)")
+    est = sub.add_parser(
+        "estimator", help="60 s of walking with a noisy IMU; /odom and contacts vs ground truth"
+    )
+    est.add_argument("--policy", default="holosoma/g1_fastsac")
+    est.add_argument("--imu-noise", default="mems", choices=["none", "mems"])
+    est.add_argument("--out", default="results/eval")
     args = parser.parse_args(argv)
+    if args.evaluation == "estimator":
+        from humanoid_bringup.estimator_eval import run_estimator_eval
+
+        res = run_estimator_eval(
+            Path(args.out) / "estimator",
+            policy=args.policy,
+            imu_noise=args.imu_noise,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+        print(json.dumps(res), flush=True)
+        return 0
     from humanoid_control.robot_config import ConfigError, load_robot_config
     from humanoid_policy.manifest import ManifestError, load_policy
 
