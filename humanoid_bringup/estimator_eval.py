@@ -95,6 +95,7 @@ def run_estimator_eval(
     out_dir: Any,
     policy: str = "holosoma/g1_fastsac",
     imu_noise: str = "mems",
+    flat_ground_std: float = 0.0,
     script: list[tuple[str, float, tuple[float, float, float]]] | None = None,
     log: Any = print,
 ) -> dict[str, Any]:
@@ -167,6 +168,7 @@ def run_estimator_eval(
         "policy": policy,
         "estimator": "true",
         "imu_noise": imu_noise,
+        "estimator_flat_ground_std": f"{flat_ground_std}",
         "clock": "lockstep",
         "wait_for_subscribers": "3",
         "sim_duration_s": f"{total + 60.0:.1f}",
@@ -232,6 +234,7 @@ def run_estimator_eval(
         "evaluation": "estimator",
         "policy": policy,
         "imu_noise": imu_noise,
+        "flat_ground_std": flat_ground_std,
         "fell": fell,
     }
     result.update(estimator_metrics(truth_log, est, weight))

@@ -384,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     est.add_argument("--policy", default="holosoma/g1_fastsac")
     est.add_argument("--imu-noise", default="mems", choices=["none", "mems"])
     est.add_argument("--out", default="results/eval")
+    est.add_argument("--flat-ground-std", type=float, default=0.0, help="flat-ground prior (m); 0 = off")
     args = parser.parse_args(argv)
     if args.evaluation == "estimator":
         from humanoid_bringup.estimator_eval import run_estimator_eval
@@ -392,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.out) / "estimator",
             policy=args.policy,
             imu_noise=args.imu_noise,
+            flat_ground_std=args.flat_ground_std,
             log=lambda m: print(m, file=sys.stderr),
         )
         print(json.dumps(res), flush=True)
