@@ -418,11 +418,24 @@ class StateEstimator:
         if not self.initialized or self.last_stamp is None:
             return False
         dt = stamp - self.last_stamp
-        if not 0.0 < dt <= 0.1:
+        if dt <= 0.0:
+            return False  # duplicate or out of order
+        if dt > 0.1:
+            # an IMU outage: do not integrate across it, but restart from this sample (else every later step
+            # would look like an outage too); the covariance grows as for unknown motion over the gap
+            self.gaps += 1
+            grow = np.zeros(DIM)
+            grow[TH : TH + 3] = self.ekf.noise.gyro**2 * dt
+            grow[V : V + 3] = 1.0 * dt  # unknown acceleration, about 1 m/s^2 over the gap
+            grow[P : P + 3] = 0.25 * dt * dt
+            self.ekf.x.P += np.diag(grow)
+            self.last_stamp = stamp
             return False
         self.ekf.propagate(gyro, accel, dt)
         self.last_stamp = stamp
         return True
+
+    gaps = 0
 
     def initialize(self, stamp: float, imu_quat: np.ndarray, joint_q: np.ndarray) -> None:
         """Start at the odom origin (heading zero) with the lower sole on the ground."""

@@ -161,6 +161,7 @@ class StateEstimatorNode(Node):
             "innovation_right_m": f"{np.linalg.norm(innov[3:]):.4f}",
             "position_std_m": f"{np.sqrt(np.trace(e.covariance[:3, :3])):.4f}",
             "imu_dropped": self.imu_dropped,
+            "imu_gaps": self.est.gaps,
             "joint_states_dropped": self.joints_dropped,
             "gyro_bias": " ".join(f"{v:.4f}" for v in self.est.ekf.x.bg),
         }

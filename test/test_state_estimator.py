@@ -213,3 +213,19 @@ def test_replay_of_a_walking_run() -> None:
 
     flat = estimator_metrics(log, replay(log, config, EstimatorNoise(ground_height=0.01)), 33.34 * 9.81)
     assert flat["height_rmse_m"] < 0.005 < m["height_rmse_m"]
+
+
+def test_imu_outage_restarts_propagation_and_grows_the_covariance() -> None:
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.state_estimator import StateEstimator
+
+    config = load_robot_config("g1")
+    est = StateEstimator(config)
+    q = config.array("default")
+    est.initialize(0.0, np.array([1.0, 0.0, 0.0, 0.0]), q)
+    accel = -GRAVITY
+    assert est.predict(0.002, np.zeros(3), accel)
+    p_before = est.ekf.x.P[6, 6]
+    assert not est.predict(0.5, np.zeros(3), accel)  # a 0.5 s gap: not integrated
+    assert est.gaps == 1 and est.ekf.x.P[6, 6] > p_before
+    assert est.predict(0.502, np.zeros(3), accel)  # and the next sample propagates again
