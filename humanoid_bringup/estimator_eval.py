@@ -110,8 +110,8 @@ def run_estimator_eval(
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    from humanoid_bringup.evaluate import _command_at
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_policy.inprocess import command_at
 
     script = script or ESTIMATOR_SCRIPT
     total = sum(d for _, d, _ in script)
@@ -144,7 +144,7 @@ def run_estimator_eval(
         if round(t * 1000) % 10 == 0:
             tw = Twist()
             tw.linear.x, tw.linear.y, tw.angular.z = (
-                _command_at(script, t - t0) if t0 is not None else (0, 0, 0)
+                command_at(script, t - t0) if t0 is not None else (0, 0, 0)
             )
             cmd_pub.publish(tw)
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_policy.inprocess import command_at
 
 # (segment, duration s, (vx m/s, vy m/s, wz rad/s)) - the fixed script
 LOCOMOTION_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
@@ -123,7 +124,7 @@ def _plot_tracking(path: Path, script: list[Any], t: np.ndarray, vel: np.ndarray
 
     fig, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
     tc = np.linspace(0.0, sum(d for _, d, _ in script), 2000)
-    cmd = np.array([_command_at(script, v) for v in tc])
+    cmd = np.array([command_at(script, v) for v in tc])
     labels = ["vx (m/s)", "vy (m/s)", "wz (rad/s)"]
     for i, ax in enumerate(axes):
         ax.plot(tc, cmd[:, i], "k--", lw=1.2, label="commanded")
@@ -164,15 +165,6 @@ def _plot_path(path: Path, pos: np.ndarray, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-
-
-def _command_at(script: list[Any], t: float) -> tuple[float, float, float]:
-    start = 0.0
-    for _name, duration, cmd in script:
-        if start <= t < start + duration:
-            return cmd
-        start += duration
-    return (0.0, 0.0, 0.0)
 
 
 def run_locomotion(
@@ -235,7 +227,7 @@ def run_locomotion(
         k = round(t * 1000.0)
         if k % 10 != 0:
             return
-        cmd = _command_at(script, t - t0) if t0 is not None else (0.0, 0.0, 0.0)
+        cmd = command_at(script, t - t0) if t0 is not None else (0.0, 0.0, 0.0)
         tw = Twist()
         tw.linear.x, tw.linear.y, tw.angular.z = cmd
         cmd_pub.publish(tw)

@@ -113,6 +113,24 @@ class DriverCounters:
     history: list[tuple[int, str, str]] = field(default_factory=list)
 
 
+def validate_gains(config: RobotConfig, kp: object, kd: object) -> tuple[np.ndarray, np.ndarray]:
+    """Per-joint gains (configuration order) as arrays.
+
+    Raises:
+        ValueError: wrong length, non-finite or negative values.
+    """
+    n = config.num_joints
+    out = []
+    for label, values in (("kp", kp), ("kd", kd)):
+        arr = np.asarray(values, dtype=float)
+        if arr.shape != (n,):
+            raise ValueError(f"{label} has {arr.size} values; the robot has {n} joints")
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise ValueError(f"{label} must be finite and non-negative")
+        out.append(arr)
+    return out[0], out[1]
+
+
 def validate_command(
     config: RobotConfig,
     names: list[str],
@@ -202,13 +220,7 @@ class DriverCore:
         Raises:
             ValueError: wrong length, non-finite or negative values.
         """
-        n = self.config.num_joints
-        kp, kd = np.asarray(kp, dtype=float), np.asarray(kd, dtype=float)
-        for label, arr in (("kp", kp), ("kd", kd)):
-            if arr.shape != (n,):
-                raise ValueError(f"{label} has {arr.size} values; the robot has {n} joints")
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"{label} must be finite and non-negative")
+        kp, kd = validate_gains(self.config, kp, kd)
         self.command_profile = GainProfile(name=name, kp=kp.copy(), kd=kd.copy())
         self.settings.command_profile = name
 

@@ -40,6 +40,7 @@ from humanoid_control.driver_core import (
     DriverMode,
     DriverSettings,
     validate_command,
+    validate_gains,
 )
 from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
@@ -261,8 +262,7 @@ class RobotDriverNode(Node):
                     successful=False, reason="set command_kp and command_kd together (one call)"
                 )
             try:
-                probe = DriverCore(self.config, DriverSettings())
-                probe.set_command_gains(list(gains["command_kp"]), list(gains["command_kd"]))
+                validate_gains(self.config, list(gains["command_kp"]), list(gains["command_kd"]))
             except (ValueError, TypeError) as exc:
                 return SetParametersResult(successful=False, reason=f"refused gains: {exc}")
         with self.lock:

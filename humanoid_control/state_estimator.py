@@ -284,6 +284,7 @@ class LegKinematics:
                 joint = self.model.parents[joint]
             self.leg_v[side] = np.array(sorted(idx))
         self.q = pin.neutral(self.model)
+        self.base_frame_id = self.model.getFrameId(config.base_body)  # type: ignore[attr-defined]
 
     def set_state(self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None) -> None:
         """Joint positions (configuration order, rad) and, for force estimation, the base orientation."""
@@ -302,7 +303,7 @@ class LegKinematics:
     def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
         """(rotation, translation) of the base frame in the IMU frame."""
         imu = self.data.oMf[self.pm.imu_frame_id]
-        base = self.data.oMf[self.model.getFrameId(self.config.base_body)]  # type: ignore[attr-defined]
+        base = self.data.oMf[self.base_frame_id]
         rel = imu.actInv(base)
         return rel.rotation.copy(), rel.translation.copy()
 

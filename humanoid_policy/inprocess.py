@@ -54,10 +54,13 @@ class InProcessLog:
 
 
 def command_at(script: list[tuple[str, float, tuple[float, float, float]]], t: float) -> np.ndarray:
-    """The command of a ``[(segment, duration_s, (vx, vy, wz)), ...]`` script at time ``t`` (s from start)."""
+    """The command of a ``[(segment, duration_s, (vx, vy, wz)), ...]`` script at time ``t`` (s from start).
+
+    Zero before the start and after the end.
+    """
     start = 0.0
     for _name, duration, cmd in script:
-        if t < start + duration:
+        if start <= t < start + duration:
             return np.array(cmd, dtype=float)
         start += duration
     return np.zeros(3)

@@ -349,16 +349,23 @@ def _check_against_onnx(m: PolicyManifest, inputs: dict[str, int | None], output
 
 
 # ---------------------------------------------------------------------------------------------- loaders
-def load_manifest_yaml(path: str | Path) -> PolicyManifest:
-    """Build a manifest from this project's manifest YAML (see ``docs/policy.md`` for every key)."""
-    path = Path(path)
+def _read_mapping(path: Path, what: str) -> dict[str, Any]:
+    """A YAML file that must hold a mapping; ManifestError naming ``what`` otherwise."""
     where = str(path)
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise _fail(where, f"cannot read manifest: {exc}") from exc
+        raise _fail(where, f"cannot read {what}: {exc}") from exc
     if not isinstance(doc, dict):
-        raise _fail(where, "a manifest is a YAML mapping")
+        raise _fail(where, f"a {what} is a YAML mapping")
+    return doc
+
+
+def load_manifest_yaml(path: str | Path) -> PolicyManifest:
+    """Build a manifest from this project's manifest YAML (see ``docs/policy.md`` for every key)."""
+    path = Path(path)
+    where = str(path)
+    doc = _read_mapping(path, "manifest")
     fmt = doc.get("format", "humanoid_policy/v1")
     if fmt == "isaaclab_deploy":
         return load_isaaclab_deploy(path)
@@ -524,12 +531,7 @@ def load_isaaclab_deploy(
     """
     path = Path(deploy_yaml)
     where = str(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise _fail(where, f"cannot read deploy YAML: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise _fail(where, "a deploy YAML is a mapping")
+    doc = _read_mapping(path, "deploy YAML")
     for key in ("step_dt", "stiffness", "damping", "default_joint_pos", "actions", "observations"):
         if key not in doc:
             raise _fail(where, f"deploy YAML lacks '{key}'")

@@ -74,9 +74,6 @@ class ObservationBuilder:
         """Forget the history."""
         self._history = {t.name: deque(maxlen=t.history) for t in self.manifest.terms}
 
-    def _raw(self, kind: str, values: dict[str, np.ndarray]) -> np.ndarray:
-        return values[kind]
-
     def build(
         self,
         q: np.ndarray,
