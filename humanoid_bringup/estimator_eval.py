@@ -28,8 +28,9 @@ def replay(log: Any, config: Any, noise: EstimatorNoise | None = None) -> dict[s
     est = StateEstimator(config, noise)
     out: dict[str, list[Any]] = {"pos": [], "rot": [], "vel": [], "contact": []}
     for k in range(len(log.imu_gyro)):
+        dq = log.joint_dq[k] if getattr(log, "joint_dq", None) else None
         e = est.step(
-            log.t[k], log.imu_gyro[k], log.imu_accel[k], log.joint_q[k], log.joint_tau[k], log.imu_quat[k]
+            log.t[k], log.imu_gyro[k], log.imu_accel[k], log.joint_q[k], log.joint_tau[k], log.imu_quat[k], dq
         )
         out["pos"].append(e.position)
         out["rot"].append(e.rotation)

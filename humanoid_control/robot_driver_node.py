@@ -46,6 +46,7 @@ from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
+from humanoid_control.robot_model import FrictionPatch
 from humanoid_control.ros_utils import declare, from_time_msg, run_node, to_time_msg
 
 CLOCK_MODES = ("lockstep", "realtime")
@@ -159,7 +160,22 @@ class RobotDriverNode(Node):
             fall_tilt=math.radians(fall),
         )
         self.core = DriverCore(self.config, self.settings)  # raises ConfigError for an unknown profile
-        self.backend: RobotBackend = create_backend(self.hardware, config=self.config, imu_noise=noise)
+        patch = FrictionPatch.parse(
+            declare(
+                self,
+                "friction_patch",
+                "",
+                "simulation: a floor rectangle with its own friction, 'x_min,x_max,y_min,y_max,friction' "
+                "(m, world frame; empty: none)",
+                read_only=True,
+            )
+        )
+        extra: dict[str, Any] = {"friction_patch": patch} if patch is not None else {}
+        if extra and self.hardware != "mujoco":
+            raise ValueError("parameter friction_patch: only the mujoco backend simulates a floor")
+        self.backend: RobotBackend = create_backend(
+            self.hardware, config=self.config, imu_noise=noise, **extra
+        )
         self.period = 1.0 / rate
         if self.backend.simulated:
             steps = self.period / self.config.simulation.timestep

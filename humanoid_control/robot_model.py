@@ -89,8 +89,91 @@ class MujocoRobotModel:
     accel_adr: int
 
 
+@dataclass(frozen=True)
+class FrictionPatch:
+    """A rectangle of the floor with its own sliding ``friction`` coefficient (world frame, m).
+
+    The floor is then tiled with flush boxes (top at z = 0, no step, no edge to catch a foot): the patch, with
+    priority over the feet so its friction applies, and four boxes around it with the floor's own contact
+    parameters; the floor plane stays for display only.
+    """
+
+    x_min: float
+    x_max: float
+    y_min: float
+    y_max: float
+    friction: float
+
+    def __post_init__(self) -> None:
+        values = (self.x_min, self.x_max, self.y_min, self.y_max, self.friction)
+        if not all(np.isfinite(values)):
+            raise ConfigError(f"friction patch: non-finite value in {values}")
+        if self.x_max <= self.x_min or self.y_max <= self.y_min:
+            raise ConfigError(
+                f"friction patch: empty rectangle x [{self.x_min}, {self.x_max}], "
+                f"y [{self.y_min}, {self.y_max}]"
+            )
+        if not 0.0 < self.friction <= 5.0:
+            raise ConfigError(f"friction patch: friction {self.friction} outside (0, 5]")
+
+    @staticmethod
+    def parse(text: str) -> FrictionPatch | None:
+        """``"x_min,x_max,y_min,y_max,friction"`` (m, m, m, m, -); ``""`` or ``"none"`` is no patch."""
+        if text.strip().lower() in ("", "none"):
+            return None
+        try:
+            values = [float(v) for v in text.replace(" ", "").split(",")]
+        except ValueError as exc:
+            raise ConfigError(f"friction patch '{text}': {exc}") from None
+        if len(values) != 5:
+            raise ConfigError(f"friction patch '{text}': expected x_min,x_max,y_min,y_max,friction")
+        return FrictionPatch(*values)
+
+    def contains(self, x: float, y: float) -> bool:
+        """Whether the point (m, world) is on the patch."""
+        return self.x_min <= x <= self.x_max and self.y_min <= y <= self.y_max
+
+
+def _tile_floor(spec: object, patch: FrictionPatch, extent: float = 100.0, depth: float = 0.05) -> None:
+    """Replace the floor plane's collisions by five flush boxes: ``patch`` and the floor around it."""
+    import mujoco
+
+    floor = next(
+        (g for g in spec.worldbody.geoms if g.type == mujoco.mjtGeom.mjGEOM_PLANE),  # type: ignore[attr-defined]
+        None,
+    )
+    if floor is None:
+        raise ConfigError("friction patch: the scene has no floor plane to replace")
+    friction = list(floor.friction)
+    floor.contype, floor.conaffinity = 0, 0
+    x0, x1, y0, y1 = patch.x_min, patch.x_max, patch.y_min, patch.y_max
+    tiles = [
+        ("friction_patch", (x0, x1, y0, y1), [patch.friction, friction[1], friction[2]], 2),
+        ("floor_south", (-extent, x0, -extent, extent), friction, 0),
+        ("floor_north", (x1, extent, -extent, extent), friction, 0),
+        ("floor_west", (x0, x1, -extent, y0), friction, 0),
+        ("floor_east", (x0, x1, y1, extent), friction, 0),
+    ]
+    for name, (a0, a1, b0, b1), mu, priority in tiles:
+        spec.worldbody.add_geom(  # type: ignore[attr-defined]
+            name=name,
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[0.5 * (a1 - a0), 0.5 * (b1 - b0), 0.5 * depth],
+            pos=[0.5 * (a0 + a1), 0.5 * (b0 + b1), -0.5 * depth],
+            friction=mu,
+            priority=priority,
+            solref=list(floor.solref),
+            solimp=list(floor.solimp),
+            condim=floor.condim,
+            rgba=[0.3, 0.5, 0.9, 1.0] if priority else [0.0, 0.0, 0.0, 0.0],
+        )
+
+
 def load_mujoco_model(
-    config: RobotConfig, scene: bool = True, torque_actuators: bool = True
+    config: RobotConfig,
+    scene: bool = True,
+    torque_actuators: bool = True,
+    friction_patch: FrictionPatch | None = None,
 ) -> MujocoRobotModel:
     """Compile the robot for MuJoCo.
 
@@ -99,6 +182,7 @@ def load_mujoco_model(
         scene: load the scene file (robot + floor + lights) instead of the bare robot MJCF.
         torque_actuators: convert every actuator into a torque motor (``ctrl`` = joint torque, N m, clamped
             to the configured effort limit), so the driver's own joint law is the only controller.
+        friction_patch: a floor rectangle with its own friction (:class:`FrictionPatch`).
     """
     import mujoco
 
@@ -109,7 +193,10 @@ def load_mujoco_model(
         if body is None:
             raise ConfigError(f"foot body '{foot.body}' not in {path}")
         body.add_site(name=foot.sole_frame, pos=list(foot.sole_offset), size=[0.01, 0.01, 0.01], group=5)
+    if friction_patch is not None:
+        _tile_floor(spec, friction_patch)
     spec.option.timestep = config.simulation.timestep
+    spec.option.noslip_iterations = config.simulation.noslip_iterations
     model = spec.compile()
 
     def _id(kind: object, name: str) -> int:

@@ -79,6 +79,10 @@ class EstimatorNoise:
         kinematics: std of the forward-kinematics foot position (m): encoder noise and model error.
         ground_height: std (m) of an optional flat-ground prior: a foot in contact is at height 0 in the odom
             frame (``None``: off; height is then unobservable and drifts).
+        slip_speed: a foot in contact whose sole moves faster than this in the odom frame (m/s) is slipping:
+            it is counted, its kinematic update is skipped and it is re-anchored where it stops. The sole's
+            velocity is taken against an IMU-integrated reference velocity that follows the filter's with
+            time constant ``slip_tau`` (s).
     """
 
     gyro: float = 0.002
@@ -89,6 +93,8 @@ class EstimatorNoise:
     foot_swing: float = 1.0
     kinematics: float = 0.003
     ground_height: float | None = None
+    slip_speed: float = 0.25
+    slip_tau: float = 0.2
 
 
 @dataclass
@@ -284,21 +290,63 @@ class LegKinematics:
                 joint = self.model.parents[joint]
             self.leg_v[side] = np.array(sorted(idx))
         self.q = pin.neutral(self.model)
+        self.v = np.zeros(self.model.nv)
+        # the sole origin and its polygon's corners (sole frame, m): a rolling foot keeps one of them still
+        self.corners = [
+            np.vstack([np.zeros(3), np.array([[x, y, 0.0] for x, y in config.feet[side].polygon])])  # type: ignore[attr-defined]
+            for side in self.pm.sole_frame_ids
+        ]
+        self._jac: list[np.ndarray] = []
         self.base_frame_id = self.model.getFrameId(config.base_body)  # type: ignore[attr-defined]
 
-    def set_state(self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None) -> None:
-        """Joint positions (configuration order, rad) and, for force estimation, the base orientation."""
+    def set_state(
+        self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None, joint_dq: np.ndarray | None = None
+    ) -> None:
+        """Joint positions (configuration order, rad), the base orientation (force estimation) and rates."""
         pin = self.pin
         self.q[self.pm.joint_q_idx] = joint_q
         self.q[:3] = 0.0
         rot = np.eye(3) if base_rotation is None else base_rotation
         self.q[3:7] = pin.Quaternion(rot).coeffs()  # x, y, z, w
-        pin.framesForwardKinematics(self.model, self.data, self.q)
+        self.v[:] = 0.0
+        if joint_dq is not None:
+            self.v[self.pm.joint_v_idx] = joint_dq
+        pin.computeJointJacobians(self.model, self.data, self.q)  # also the joint placements
+        pin.updateFramePlacements(self.model, self.data)
+        self._jac = [
+            pin.getFrameJacobian(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            for fid in self.pm.sole_frame_ids.values()
+        ]
 
     def feet_in_imu(self) -> list[np.ndarray]:
         """Sole origins in the IMU frame (m), in :attr:`sides` order (after :meth:`set_state`)."""
         imu = self.data.oMf[self.pm.imu_frame_id]
         return [imu.actInv(self.data.oMf[fid]).translation.copy() for fid in self.pm.sole_frame_ids.values()]
+
+    def feet_motion_in_imu(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per sole: (linear velocity of its origin, angular velocity) relative to the IMU frame, in the IMU
+        frame (m/s, rad/s), from the joint rates given to :meth:`set_state`."""
+        r_wi = self.data.oMf[self.pm.imu_frame_id].rotation
+        out = []
+        for jac in self._jac:
+            twist = r_wi.T @ (jac @ self.v).reshape(2, 3).T  # columns: linear, angular (world-aligned -> IMU)
+            out.append((twist[:, 0].copy(), twist[:, 1].copy()))
+        return out
+
+    def sole_points_in_imu(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per sole: its origin and the corners of its polygon, positions and velocities relative to the IMU
+        frame, in the IMU frame (m, m/s): two ``(N + 1, 3)`` arrays (after :meth:`set_state` with rates)."""
+        imu = self.data.oMf[self.pm.imu_frame_id]
+        out = []
+        for fid, corners, (v_lin, v_ang) in zip(
+            self.pm.sole_frame_ids.values(), self.corners, self.feet_motion_in_imu(), strict=True
+        ):
+            sole = imu.actInv(self.data.oMf[fid])
+            offsets = corners @ sole.rotation.T  # sole frame -> IMU frame
+            pos = sole.translation + offsets
+            vel = v_lin + np.cross(v_ang, offsets)
+            out.append((pos, vel))
+        return out
 
     def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
         """(rotation, translation) of the base frame in the IMU frame."""
@@ -313,10 +361,8 @@ class LegKinematics:
         g = pin.computeGeneralizedGravity(self.model, self.data, self.q)
         tau = np.zeros(self.model.nv)
         tau[self.pm.joint_v_idx] = joint_tau
-        pin.computeJointJacobians(self.model, self.data, self.q)
         out = []
-        for side, fid in self.pm.sole_frame_ids.items():
-            jac = pin.getFrameJacobian(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        for side, jac in zip(self.pm.sole_frame_ids, self._jac, strict=True):
             cols = self.leg_v[side]
             jl = jac[:, cols]  # 6 x 6 for a 6-joint leg
             rhs = g[cols] - tau[cols]
@@ -375,7 +421,14 @@ class StateEstimator:
         self.ekf = ContactEKF(noise)
         self.base_height = base_height
         self.last_stamp: float | None = None
+        self.last_dt = 0.0
         self.initialized = False
+        self.forces: list[np.ndarray] = [np.zeros(3) for _ in range(N_FEET)]
+        self.slipping = np.zeros(N_FEET, dtype=bool)  # per foot, this tick
+        self.slips = np.zeros(N_FEET, dtype=int)  # slip onsets per foot
+        self.foot_speed = np.zeros(N_FEET)  # sole speed in the odom plane while in stance (m/s)
+        self.v_ref = np.zeros(3)  # slip reference velocity of the IMU, odom frame (m/s)
+        self.gaps = 0  # IMU outages (> 0.1 s) restarted from
 
     def _initialize(self, imu_quat: np.ndarray, joint_q: np.ndarray) -> None:
         from humanoid_control.robot_model import quat_wxyz_to_matrix
@@ -404,6 +457,7 @@ class StateEstimator:
         joint_q: np.ndarray,
         joint_tau: np.ndarray,
         imu_quat: np.ndarray | None = None,
+        joint_dq: np.ndarray | None = None,
     ) -> BaseEstimate:
         """One tick: propagate to ``stamp`` (s), detect contacts, update with the feet of the stance legs."""
         if not self.initialized:
@@ -411,7 +465,7 @@ class StateEstimator:
             self.last_stamp = stamp
         else:
             self.predict(stamp, gyro, accel)
-        self.correct(joint_q, joint_tau)
+        self.correct(joint_q, joint_tau, joint_dq, gyro)
         return self.estimate(stamp, gyro)
 
     def predict(self, stamp: float, gyro: np.ndarray, accel: np.ndarray) -> bool:
@@ -432,28 +486,57 @@ class StateEstimator:
             self.ekf.x.P += np.diag(grow)
             self.last_stamp = stamp
             return False
+        x = self.ekf.x
+        # slip reference: the IMU's own velocity, pulled towards the filter's with time constant slip_tau, so a
+        # foot sliding for a few tens of ms does not drag it along as it drags the filter (kinematics weigh more)
+        a_world = x.R @ (accel - x.ba) + GRAVITY
+        tau = self.ekf.noise.slip_tau
+        self.v_ref = self.v_ref + a_world * dt + (x.v - self.v_ref) * min(1.0, dt / tau)
         self.ekf.propagate(gyro, accel, dt)
         self.last_stamp = stamp
+        self.last_dt = dt
         return True
-
-    gaps = 0
 
     def initialize(self, stamp: float, imu_quat: np.ndarray, joint_q: np.ndarray) -> None:
         """Start at the odom origin (heading zero) with the lower sole on the ground."""
         self._initialize(imu_quat, joint_q)
         self.last_stamp = stamp
 
-    def correct(self, joint_q: np.ndarray, joint_tau: np.ndarray) -> None:
-        """Leg kinematics and contact detection at the current filter time; updates the filter."""
+    def correct(
+        self,
+        joint_q: np.ndarray,
+        joint_tau: np.ndarray,
+        joint_dq: np.ndarray | None = None,
+        gyro: np.ndarray | None = None,
+    ) -> None:
+        """Leg kinematics and contact detection at the current filter time; updates the filter.
+
+        With the joint rates (rad/s) and the gyro sample (rad/s) also slip detection: a stance sole moving
+        faster than ``slip_speed`` in the odom frame is not used, and is re-anchored once it holds.
+        """
         x = self.ekf.x
-        self.kin.set_state(joint_q, x.R)
+        self.kin.set_state(joint_q, x.R, joint_dq)
         feet = self.kin.feet_in_imu()
         self.forces = self.kin.foot_forces(joint_tau)
         contact = self.detector.update(np.array([f[2] for f in self.forces]))
-        self.ekf.set_contact(contact, feet)
+        slipping = np.zeros(N_FEET, dtype=bool)
+        if joint_dq is not None and gyro is not None:
+            w = gyro - x.bg
+            for i, (pos, vel) in enumerate(self.kin.sole_points_in_imu()):
+                if not (contact[i] and self.ekf.contact[i]):  # stance since the last tick
+                    self.foot_speed[i] = 0.0
+                    continue
+                # odom-frame velocity of each point; a foot rolling on its heel or toes keeps that edge still,
+                # so the slowest point measures sliding
+                v_world = (self.v_ref + (np.cross(w, pos) + vel) @ x.R.T)[:, :2]
+                self.foot_speed[i] = float(np.sqrt((v_world**2).sum(axis=1).min()))
+                if self.foot_speed[i] > self.ekf.noise.slip_speed:
+                    slipping[i] = True
+                    if not self.slipping[i]:
+                        self.slips[i] += 1
+        self.slipping = slipping
+        self.ekf.set_contact(contact & ~slipping, feet)
         self.ekf.update(feet)
-
-    forces: list[np.ndarray] = [np.zeros(3), np.zeros(3)]  # noqa: RUF012 - replaced per instance in correct()
 
     def estimate(self, stamp: float, gyro: np.ndarray) -> BaseEstimate:
         """The base state now (after :meth:`predict` / :meth:`correct`); ``gyro`` for the angular velocity."""

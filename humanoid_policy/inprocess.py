@@ -47,6 +47,7 @@ class InProcessLog:
     imu_accel: list[np.ndarray] = field(default_factory=list)
     imu_quat: list[np.ndarray] = field(default_factory=list)
     joint_q: list[np.ndarray] = field(default_factory=list)
+    joint_dq: list[np.ndarray] = field(default_factory=list)
     joint_tau: list[np.ndarray] = field(default_factory=list)
     contact_fz: list[np.ndarray] = field(default_factory=list)
     fell: bool = False
@@ -79,6 +80,7 @@ def run_in_process(
     hold_before_run_s: float = 0.0,
     imu_noise: object | None = None,
     record_sensors: bool = False,
+    friction_patch: object | None = None,
 ) -> InProcessLog:
     """Boot ramp of the driver (``settle_s``), then ``script``; returns the log.
 
@@ -87,7 +89,11 @@ def run_in_process(
     the policy sees (given the backend), ``delay_ticks`` delays commands by whole loop ticks, and
     ``hold_before_run_s`` makes the policy's own gains hold the default pose that long before it starts.
     """
-    backend = MujocoBackend(robot, imu_noise=imu_noise)  # type: ignore[arg-type]
+    backend = MujocoBackend(
+        robot,
+        imu_noise=imu_noise,
+        friction_patch=friction_patch,  # type: ignore[arg-type]
+    )
     if model_hook is not None:
         model_hook(backend.model)
     driver = DriverCore(robot, DriverSettings(rate_hz=rate_hz, ramp_duration=settle_s))
@@ -152,6 +158,7 @@ def run_in_process(
             log.imu_accel.append(s.accel.copy())
             log.imu_quat.append(s.imu_quat.copy())
             log.joint_q.append(s.q.copy())
+            log.joint_dq.append(s.dq.copy())
             log.joint_tau.append(s.tau.copy())
             log.contact_fz.append(np.array([truth.contacts[side].force[2] for side in ("left", "right")]))
         if truth.position[2] < robot.simulation.fall_height or tilt_from_quat(truth.quat) > math.radians(60):

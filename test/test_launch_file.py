@@ -26,6 +26,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "sim_duration_s": 0.0,
             "wait_for_subscribers": 0,
             "activation_ticks": 50,
+            "friction_patch": "none",
             "imu_gyro_noise_std": 0.0,
             "imu_gyro_bias_std": 0.0,
             "imu_gyro_bias_walk": 0.0,

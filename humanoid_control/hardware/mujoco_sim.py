@@ -18,6 +18,7 @@ from humanoid_control.driver_core import LowLevelCommand
 from humanoid_control.hardware.base import GroundTruth, RobotBackend, RobotState, Wrench
 from humanoid_control.robot_config import RobotConfig
 from humanoid_control.robot_model import (
+    FrictionPatch,
     initial_qpos,
     load_mujoco_model,
     load_pinocchio_model,
@@ -56,9 +57,11 @@ class MujocoBackend(RobotBackend):
         config: RobotConfig,
         imu_noise: ImuNoise | None = None,
         initial_joint_positions: np.ndarray | None = None,
+        friction_patch: FrictionPatch | None = None,
     ) -> None:
         self.config = config
-        self.mj = load_mujoco_model(config, scene=True, torque_actuators=True)
+        self.friction_patch = friction_patch
+        self.mj = load_mujoco_model(config, scene=True, torque_actuators=True, friction_patch=friction_patch)
         self.model = self.mj.model
         self.data = mujoco.MjData(self.model)
         self.effort = config.array("effort")
