@@ -33,35 +33,58 @@ class ContactForceMap:
                 G[0:3, 3 * i : 3 * i + 3] = np.eye(3)
             self.G[side] = G
             self.JtG[side] = np.zeros((dyn.nv, 3 * k))
-        self._cols = {s: 3 * np.arange(len(dyn.contact_points_local[s])) for s in dyn.sides}
+        # entries of [r]x in G (rows 3..5), per corner i: (row, col, component of r, sign)
+        #   row 3: (0, -z, y); row 4: (z, 0, -x); row 5: (-y, x, 0)
+        pattern = [
+            (3, 1, 2, -1.0),
+            (3, 2, 1, 1.0),
+            (4, 0, 2, 1.0),
+            (4, 2, 0, -1.0),
+            (5, 0, 1, -1.0),
+            (5, 1, 0, 1.0),
+        ]
+        self._skew = {}
+        for side in dyn.sides:
+            k = len(dyn.contact_points_local[side])
+            rows = np.array([[row for row, _, _, _ in pattern] for _ in range(k)]).ravel()
+            cols = np.array([[3 * i + col for _, col, _, _ in pattern] for i in range(k)]).ravel()
+            comp = np.array([[3 * i + c for _, _, c, _ in pattern] for i in range(k)]).ravel()
+            sign = np.tile([sg for _, _, _, sg in pattern], k)
+            self._skew[side] = (rows, cols, comp, sign)
 
     def update(self) -> None:
         """Recompute ``G`` and ``JtG`` from the current sole placements and Jacobians."""
         dyn = self.dyn
         for side in dyn.sides:
             fs = dyn.frames[side]
-            r = dyn.contact_points_local[side] @ fs.rotation.T
-            G, c = self.G[side], self._cols[side]
-            # [r]x rows: (0, -z, y), (z, 0, -x), (-y, x, 0)
-            G[3, c + 1] = -r[:, 2]
-            G[3, c + 2] = r[:, 1]
-            G[4, c] = r[:, 2]
-            G[4, c + 2] = -r[:, 0]
-            G[5, c] = -r[:, 1]
-            G[5, c + 1] = r[:, 0]
+            r = (dyn.contact_points_local[side] @ fs.rotation.T).ravel()
+            rows, cols, comp, sign = self._skew[side]
+            G = self.G[side]
+            G[rows, cols] = r[comp] * sign
             np.matmul(fs.jacobian.T, G, out=self.JtG[side])
 
 
 class Constraint:
-    """Base class: ``rows`` constraint rows; ``pattern()`` (rows, n) bool; ``fill(A, lower, upper)``."""
+    """Base class: ``rows`` constraint rows; ``pattern()`` (rows, n) bool.
+
+    The QP binds each constraint once to its rows of the dense buffers (:meth:`bind`); :meth:`fill` then
+    writes this tick's values and bounds there.
+    """
 
     rows: int = 0
     name: str = ""
+    A: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
 
     def pattern(self) -> np.ndarray:
         raise NotImplementedError
 
-    def fill(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    def bind(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Views (rows, n), (rows,), (rows,) of the QP's constraint matrix and bounds."""
+        self.A, self.lower, self.upper = A, lower, upper
+
+    def fill(self) -> None:
         raise NotImplementedError
 
 
@@ -100,7 +123,8 @@ class FloatingBaseDynamics(_DynamicsRows):
     def __init__(self, dyn: RobotDynamics, fmap: ContactForceMap, force_cols: dict[str, slice]) -> None:
         super().__init__(dyn, fmap, force_cols, slice(0, 6))
 
-    def fill(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
         self._fill_matrix(A)
         np.negative(self.dyn.h[0:6], out=lower)
         upper[:] = lower
@@ -121,7 +145,8 @@ class TorqueLimits(_DynamicsRows):
         self.tau_max = np.array(tau_max, dtype=float)
         self.scale = 1.0
 
-    def fill(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
         self._fill_matrix(A)
         h = self.dyn.h[6:]
         lim = self.tau_max * self.scale
@@ -148,7 +173,8 @@ class ContactConstraint(Constraint):
         pat[:, : self.dyn.nv] = self.dyn.frame_support_mask(self.dyn.frames[self.side].frame_id)[None, :]
         return pat
 
-    def fill(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
         fs = self.dyn.frames[self.side]
         A[:, : self.dyn.nv] = fs.jacobian
         if self.active:
@@ -177,6 +203,14 @@ class FrictionPyramid(Constraint):
         self.mu, self.f_min, self.f_max = mu, f_min, f_max
         self.active = True
         self._block = np.zeros((5, 3))
+        self._diag = np.zeros((self.k, 5, 3))
+
+    def bind(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        super().bind(A, lower, upper)
+        # the k diagonal 5 x 3 blocks of this foot's force columns, as one strided view
+        sub = A[:, self.cols]
+        rs, cs = sub.strides
+        self._diag = np.lib.stride_tricks.as_strided(sub, (self.k, 5, 3), (5 * rs + 3 * cs, rs, cs))
 
     def pattern(self) -> np.ndarray:
         pat = np.zeros((self.rows, self.n), dtype=bool)
@@ -185,7 +219,8 @@ class FrictionPyramid(Constraint):
             pat[5 * i : 5 * i + 5, start + 3 * i : start + 3 * i + 3] = True
         return pat
 
-    def fill(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    def fill(self) -> None:
+        lower, upper = self.lower, self.upper
         R = self.dyn.frames[self.side].rotation
         t1, t2, nrm = R[:, 0], R[:, 1], R[:, 2]
         blk = self._block
@@ -195,9 +230,7 @@ class FrictionPyramid(Constraint):
         blk[2] = t2 - mun
         blk[3] = -t2 - mun
         blk[4] = nrm
-        start = self.cols.start
-        for i in range(self.k):
-            A[5 * i : 5 * i + 5, start + 3 * i : start + 3 * i + 3] = blk
+        self._diag[:] = blk
         lower.reshape(self.k, 5)[:, 0:4] = -INF
         upper.reshape(self.k, 5)[:, 0:4] = 0.0
         if self.active:
@@ -211,8 +244,8 @@ class FrictionPyramid(Constraint):
 class JointLimits(Constraint):
     """Joint position and velocity limits as bounds on joint accelerations (rad/s^2).
 
-    Position, over horizon ``T_p`` (s): ``q + dq T_p + qdd T_p^2 / 2`` within ``[q_min, q_max]``; velocity, over
-    ``T_v`` (s): ``dq + qdd T_v`` within ``[-dq_max, dq_max]``; the tighter of the two, clipped to
+    Position, over horizon ``T_p`` (s): ``q + dq T_p + qdd T_p^2 / 2`` within ``[q_min, q_max]``; velocity,
+    over ``T_v`` (s): ``dq + qdd T_v`` within ``[-dq_max, dq_max]``; the tighter of the two, clipped to
     ``+-qdd_max``. If the bounds cross (a joint already beyond a limit), both take the value that brakes
     towards the limit, so the QP stays feasible.
     """
@@ -241,7 +274,8 @@ class JointLimits(Constraint):
         pat[np.arange(self.rows), 6 + np.arange(self.rows)] = True
         return pat
 
-    def fill(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
         if not self._written:
             A[np.arange(self.rows), 6 + np.arange(self.rows)] = 1.0
             self._written = True

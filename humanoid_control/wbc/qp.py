@@ -1,9 +1,9 @@
 """Task-space inverse dynamics as one QP per tick (pinocchio + a :class:`QpSolver`, OSQP by default).
 
-Decision variables ``x = [qdd (nv), f_left (3 k), f_right (3 k)]``: generalized accelerations (base twist
-rate in the base frame, joint accelerations; m/s^2, rad/s^2) and point forces at the ``k`` sole corners of each
-foot (N, world frame). Joint torques are not variables: they follow from the actuated rows of the dynamics,
-``tau = M_a qdd + h_a - (J_c^T f)_a`` (N m).
+Decision variables ``x = [qdd (nv), f_left (3 k), f_right (3 k)]``: generalized accelerations (base
+twist rate in the base frame, joint accelerations; m/s^2, rad/s^2) and point forces at the ``k`` sole corners
+of each foot (N, world frame). Joint torques are not variables: they follow from the actuated rows of the
+dynamics, ``tau = M_a qdd + h_a - (J_c^T f)_a`` (N m).
 
 Cost: ``sum_tasks 1/2 ||W^(1/2) (J qdd - b)||^2 + 1/2 r_a ||qdd||^2 + 1/2 r_f ||f||^2`` (the last two small
 regularizations make the problem strictly convex).
@@ -177,7 +177,9 @@ class WholeBodyQP:
             self.tasks.append(self.torso_orientation)
         self.feet_tasks = {side: FootPoseTask(side, 0.0, s.kp_foot, s.kd_foot) for side in dyn.sides}
         self.tasks.extend(self.feet_tasks.values())
-        self.posture = PostureTask(in_v_order(config.array("default")), s.w_posture, s.kp_posture, s.kd_posture)
+        self.posture = PostureTask(
+            in_v_order(config.array("default")), s.w_posture, s.kp_posture, s.kd_posture
+        )
         self._task_slices = []
         r = 0
         for t in self.tasks:
@@ -192,10 +194,13 @@ class WholeBodyQP:
         mu = config.wbc.friction if s.friction is None else s.friction
         self.force_map = ContactForceMap(dyn)
         self.floating_base = FloatingBaseDynamics(dyn, self.force_map, self.force_cols)
-        self.torque_limits = TorqueLimits(dyn, self.force_map, self.force_cols, in_v_order(config.array("effort")))
+        self.torque_limits = TorqueLimits(
+            dyn, self.force_map, self.force_cols, in_v_order(config.array("effort"))
+        )
         self.contacts = {side: ContactConstraint(dyn, side, n, s.kd_contact) for side in dyn.sides}
         self.friction = {
-            side: FrictionPyramid(dyn, side, self.force_cols[side], n, mu, s.f_min, s.f_max) for side in dyn.sides
+            side: FrictionPyramid(dyn, side, self.force_cols[side], n, mu, s.f_min, s.f_max)
+            for side in dyn.sides
         }
         self.joint_limits = JointLimits(
             dyn,
@@ -237,6 +242,8 @@ class WholeBodyQP:
         self._Pdiag = (np.arange(n), np.arange(n))
         self._reg = np.full(n, s.reg_force)
         self._reg[:nv] = s.reg_qdd
+        for c, rs in zip(self.constraints, self._row_slices, strict=True):
+            c.bind(self._A[rs], self._l[rs], self._u[rs])
         self.solver = solver or OsqpSolver()
         self._setup_done = False
         self.x = np.zeros(n)
@@ -258,7 +265,8 @@ class WholeBodyQP:
     def _assemble(self) -> None:
         dyn, nv = self.dyn, self.nv
         for t, rs in zip(self.tasks, self._task_slices, strict=True):
-            t.fill(dyn, self._Jt[rs], self._bt[rs])
+            if t.weights.any():  # a disabled task's rows keep weight 0 and do not enter the cost
+                t.fill(dyn, self._Jt[rs], self._bt[rs])
             self._wt[rs] = t.weights
         np.multiply(self._Jt, self._wt[:, None], out=self._WJ)
         P, g = self._P, self._g
@@ -273,9 +281,8 @@ class WholeBodyQP:
         P[idx, idx] += pw
         g[6:nv] -= pw * self._posture_target
         # constraints
-        A, lo, up = self._A, self._l, self._u
-        for c, rs in zip(self.constraints, self._row_slices, strict=True):
-            c.fill(A[rs], lo[rs], up[rs])
+        for c in self.constraints:
+            c.fill()
 
     def solve(self) -> WbcOutput:
         """Assemble and solve for the state given to :meth:`update_dynamics`; tau recovered from dynamics."""
@@ -304,9 +311,7 @@ class WholeBodyQP:
         qdd = x[:nv].copy()
         tau = self._A[6:nv] @ x + self.dyn.h[6:]
         forces = {side: x[c].reshape(-1, 3).copy() for side, c in self.force_cols.items()}
-        return WbcOutput(
-            status, qdd, forces, tau, res.iterations, res.solve_time_s, time.perf_counter() - t0
-        )
+        return WbcOutput(status, qdd, forces, tau, res.iterations, res.solve_time_s, time.perf_counter() - t0)
 
     def _project_equalities(self, x: np.ndarray) -> None:
         """Minimum-norm correction of ``x`` so that the equality rows hold to round-off."""

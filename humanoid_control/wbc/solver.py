@@ -93,7 +93,7 @@ class OsqpSettings:
     rho: float = 0.1
     adaptive_rho_interval: int = 25
     polish: bool = False
-    scaling: int = 10
+    scaling: int = 2
 
 
 _OSQP_STATUS = {

@@ -1,9 +1,9 @@
 """Weighted tasks of the whole-body QP: each is ``J qdd ~= b`` with per-row weights ``w``.
 
-Cost contribution: ``1/2 sum_i w_i (J_i qdd - b_i)^2``, where ``b = a_desired - drift`` (``drift = Jdot v``, the
-task acceleration at ``qdd = 0``, see :mod:`humanoid_control.wbc.dynamics`). All task quantities are in the
-world frame (LOCAL_WORLD_ALIGNED for frames); ``qdd`` = ``[base linear (base frame, m/s^2), base angular (base
-frame, rad/s^2), joints (rad/s^2)]``.
+Cost contribution: ``1/2 sum_i w_i (J_i qdd - b_i)^2``, where ``b = a_desired - drift`` (``drift = Jdot v``,
+the task acceleration at ``qdd = 0``, see :mod:`humanoid_control.wbc.dynamics`). All task quantities are in
+the world frame (LOCAL_WORLD_ALIGNED for frames); ``qdd`` = ``[base linear (base frame, m/s^2), base angular
+(base frame, rad/s^2), joints (rad/s^2)]``.
 
 A task writes its rows into views handed over by the QP (``fill``), so nothing is allocated per tick.
 A weight of 0 disables a task without changing the QP's sparsity.
@@ -18,7 +18,7 @@ from humanoid_control.wbc.dynamics import RobotDynamics
 
 
 class Task:
-    """Base class: ``dim`` rows over ``qdd``; per-row weights ``weights`` (dimensionless scale of the cost)."""
+    """Base class: ``dim`` rows over ``qdd``; per-row ``weights`` (dimensionless scale of the cost)."""
 
     dim: int = 0
 
@@ -49,7 +49,12 @@ class ComTask(Task):
         self.desired_acceleration = np.zeros(3)
 
     def track(
-        self, dyn: RobotDynamics, position: np.ndarray, kp: float, kd: float, velocity: np.ndarray | None = None
+        self,
+        dyn: RobotDynamics,
+        position: np.ndarray,
+        kp: float,
+        kd: float,
+        velocity: np.ndarray | None = None,
     ) -> None:
         """``cddot_des = kp (c_ref - c) + kd (cdot_ref - cdot)`` (1/s^2, 1/s)."""
         vref = np.zeros(3) if velocity is None else velocity
