@@ -162,7 +162,11 @@ class StandingBalance:
         yaw = math.atan2(heading[1], heading[0])
         cy, sy = math.cos(yaw), math.sin(yaw)
         off = self.com_offset
-        ref = mid + np.array([cy * off[0] - sy * off[1], sy * off[0] + cy * off[1], off[2]]) + self.reference_shift
+        ref = (
+            mid
+            + np.array([cy * off[0] - sy * off[1], sy * off[0] + cy * off[1], off[2]])
+            + self.reference_shift
+        )
         points = [dyn.contact_points_world(side)[:, :2] for side in dyn.sides if contacts.get(side, False)]
         poly = convex_hull(np.vstack(points)) if points else np.array([mid[:2]])
         ground = float(np.mean([p[2] for p in sole_pos]))
