@@ -14,9 +14,10 @@ Control law: ``xi_dot_des = -k (xi - xi_ref)`` gives ``p_des = xi + (k / omega) 
   part beyond the CoP is produced by a moment about the CoM, i.e. a rate of centroidal angular momentum
   ``Ldot_ref = (p_cop - c) x F`` with ``F = m (cddot_des + g e_z)`` the ground reaction (N m).
 
-Outputs (task references): CoM acceleration ``cddot_des = [omega^2 (c - p_cmp), kp_z (z_ref - z) - kd_z zdot]``
-(m/s^2) and ``Ldot_ref`` (N m, horizontal components). The reference ``xi_ref`` is the CoM of the default
-standing pose relative to the sole midpoint, carried along with the feet (yaw of the feet included).
+Outputs (task references): CoM acceleration
+``cddot_des = [omega^2 (c - p_cmp), kp_z (z_ref - z) - kd_z zdot]`` (m/s^2) and ``Ldot_ref`` (N m,
+horizontal components). The reference ``xi_ref`` is the CoM of the default standing pose relative to the sole
+midpoint, carried along with the feet (yaw of the feet included).
 """
 
 from __future__ import annotations
@@ -35,20 +36,21 @@ from humanoid_control.wbc.dynamics import RobotDynamics
 # ---------------------------------------------------------------------------------------------- polygons
 def convex_hull(points: np.ndarray) -> np.ndarray:
     """Convex hull (counter-clockwise, no repeated end point) of (N, 2) points, monotone chain."""
-    pts = np.unique(np.asarray(points, dtype=float), axis=0)
+    arr = np.asarray(points, dtype=float)
+    pts = arr[np.lexsort((arr[:, 1], arr[:, 0]))].tolist()
     if len(pts) < 3:
-        return pts
+        return np.array(pts)
 
-    def cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
-        return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
+    def cross(o: list[float], a: list[float], b: list[float]) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
 
-    lower: list[np.ndarray] = []
+    lower: list[list[float]] = []
     for p in pts:
         while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
             lower.pop()
         lower.append(p)
-    upper: list[np.ndarray] = []
-    for p in pts[::-1]:
+    upper: list[list[float]] = []
+    for p in reversed(pts):
         while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
             upper.pop()
         upper.append(p)
@@ -58,21 +60,18 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
 def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     """Convex CCW polygon with every edge moved outwards by ``margin`` (m; negative shrinks).
 
-    Vertices are the intersections of adjacent offset edges (valid while no edge vanishes).
+    Vertex ``i`` is the intersection of the offset edges ``i - 1`` and ``i`` (valid while no edge vanishes).
     """
     if margin == 0.0:
         return poly
-    n = len(poly)
-    out = np.empty_like(poly)
     edges = np.roll(poly, -1, axis=0) - poly
-    normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1)  # outward for CCW
-    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
-    offsets = np.einsum("ij,ij->i", normals, poly) + margin
-    for i in range(n):
-        a, b = i - 1, i  # edges meeting at vertex i
-        mat = np.array([normals[a], normals[b]])
-        out[i] = np.linalg.solve(mat, np.array([offsets[a], offsets[b]]))
-    return out
+    nx, ny = edges[:, 1], -edges[:, 0]  # outward normals for CCW
+    norm = np.hypot(nx, ny)
+    nx, ny = nx / norm, ny / norm
+    d = nx * poly[:, 0] + ny * poly[:, 1] + margin
+    ax, ay, da = np.roll(nx, 1), np.roll(ny, 1), np.roll(d, 1)  # edge i - 1
+    det = ax * ny - ay * nx
+    return np.stack([(da * ny - d * ay) / det, (ax * d - nx * da) / det], axis=1)
 
 
 def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from humanoid_control.wbc.dynamics import pinocchio_state
 
 @dataclass
 class Push:
-    """Horizontal push at the base body: ``force`` (2,) N in the world frame from ``start`` for ``duration``."""
+    """Horizontal push on the base body: ``force`` (2,) N, world frame, from ``start`` for ``duration``."""
 
     force: tuple[float, float]
     start: float = 1.0
@@ -109,7 +109,7 @@ def survives_push(config: RobotConfig, direction: tuple[float, float], impulse: 
 def max_survived_impulse(
     config: RobotConfig, direction: tuple[float, float], upper: float, iterations: int = 6
 ) -> float:
-    """Bisection of the largest survived impulse (N s) in ``[0, upper]`` (doubles ``upper`` if it survives)."""
+    """Bisection of the largest survived impulse (N s) in ``[0, upper]`` (``upper`` doubled if survived)."""
     while survives_push(config, direction, upper):
         upper *= 2.0
     lo, hi = 0.0, upper
