@@ -57,6 +57,17 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     return np.array(lower[:-1] + upper[:-1])
 
 
+_NEXT: dict[int, np.ndarray] = {}
+
+
+def _next_index(n: int) -> np.ndarray:
+    """``[1, 2, ..., n - 1, 0]`` (cached): index of each polygon vertex's successor."""
+    idx = _NEXT.get(n)
+    if idx is None:
+        idx = _NEXT[n] = np.roll(np.arange(n), -1)
+    return idx
+
+
 def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     """Convex CCW polygon with every edge moved outwards by ``margin`` (m; negative shrinks).
 
@@ -64,12 +75,13 @@ def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     """
     if margin == 0.0:
         return poly
-    edges = np.roll(poly, -1, axis=0) - poly
+    edges = poly[_next_index(len(poly))] - poly
     nx, ny = edges[:, 1], -edges[:, 0]  # outward normals for CCW
     norm = np.hypot(nx, ny)
     nx, ny = nx / norm, ny / norm
     d = nx * poly[:, 0] + ny * poly[:, 1] + margin
-    ax, ay, da = np.roll(nx, 1), np.roll(ny, 1), np.roll(d, 1)  # edge i - 1
+    prev = np.arange(-1, len(poly) - 1)
+    ax, ay, da = nx[prev], ny[prev], d[prev]  # edge i - 1
     det = ax * ny - ay * nx
     return np.stack([(da * ny - d * ay) / det, (ax * d - nx * da) / det], axis=1)
 
@@ -77,7 +89,7 @@ def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
 def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
     """The point itself if inside the convex CCW polygon, else the nearest point of its boundary."""
     p = np.asarray(point, dtype=float)
-    edges = np.roll(poly, -1, axis=0) - poly
+    edges = poly[_next_index(len(poly))] - poly
     rel = p - poly
     if np.all(edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0] >= 0.0):
         return p.copy()
@@ -186,7 +198,8 @@ class StandingBalance:
         if s.hip_strategy:
             force = dyn.mass * (acc + np.array([0.0, 0.0, dyn.gravity]))
             arm = np.array([cop[0] - c[0], cop[1] - c[1], ground - c[2]])
-            ldot[:2] = np.cross(arm, force)[:2]
+            ldot[0] = arm[1] * force[2] - arm[2] * force[1]
+            ldot[1] = arm[2] * force[0] - arm[0] * force[2]
         self.state = BalanceState(c.copy(), cd.copy(), xi, xi_ref, omega, cop, cmp, poly, acc, ldot)
         return self.state
 
