@@ -10,6 +10,14 @@ processes, measured from its own ``/diagnostics``:
   ``lockstep_realtime_factor`` (simulated seconds per wall second), plus the driver alone in lockstep
   (``lockstep_realtime_factor_driver_only``, no controller to wait for).
 
+``humanoid-bench wbc [--states N]``: the whole-body controller tick in one process (one core): G1, full task
+set (CoM from the DCM balance, angular momentum, base and torso orientation, posture; both feet in contact,
+4 corner forces each with friction pyramids; torque and joint limits), assembly included, over ``N`` (1000)
+standing states with small random perturbations (fixed seed): ``wbc_tick_us_median``, ``wbc_tick_us_p99``,
+plus the solver alone and iterations. If the optional ``tsid`` package is importable the same states are run
+through an equivalent TSID formulation (``tsid_tick_us_median``, ``ratio_vs_tsid`` = ours / TSID); otherwise
+these keys are null and ``"tsid": "not installed"``.
+
 ``humanoid-bench policy [--policy NAME]``: the learned-policy runner.
 
 - in one process, one core: the policy step over states recorded while walking: ONNX inference alone
@@ -207,6 +215,150 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
     }
 
 
+def _wbc_states(n: int, seed: int) -> list[tuple[Any, Any]]:
+    """``n`` pinocchio states near the default standing pose (small joint, base and velocity noise)."""
+    import numpy as np
+    import pinocchio as pin
+
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+
+    config = load_robot_config("g1")
+    pmodel = load_pinocchio_model(config)
+    joints = config.array("default")
+    q0 = pmodel.neutral_q(joints, standing_base_height(config, pmodel, joints))
+    rng = np.random.default_rng(seed)
+    nv = pmodel.model.nv
+    return [
+        (pin.integrate(pmodel.model, q0, rng.normal(scale=0.01, size=nv)), rng.normal(scale=0.05, size=nv))
+        for _ in range(n)
+    ]
+
+
+def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
+    """Tick times (s) of TSID (``InverseDynamicsFormulationAccForce`` + ``SolverHQuadProgFast``) on ``states``
+    with an equivalent task set: CoM, angular momentum, base and torso orientation, posture, 6D contacts with
+    the 4 sole corners and friction pyramids, actuation bounds. Raises ImportError when ``tsid`` is absent."""
+    import numpy as np
+    import tsid
+
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.robot_model import load_pinocchio_model
+    from humanoid_control.wbc.qp import WbcSettings
+
+    config = load_robot_config("g1")
+    pmodel = load_pinocchio_model(config)
+    s = WbcSettings()
+    robot = tsid.RobotWrapper(pmodel.model, False)
+    form = tsid.InverseDynamicsFormulationAccForce("wbc", robot, False)
+    q0, v0 = states[0]
+    form.computeProblemData(0.0, q0, v0)
+    data = form.data()
+    for side, foot in config.feet.items():
+        points = np.array([[x, y, 0.0] for x, y in foot.polygon]).T
+        contact = tsid.Contact6d(
+            f"contact_{side}",
+            robot,
+            foot.sole_frame,
+            points,
+            np.array([0.0, 0.0, 1.0]),
+            config.wbc.friction,
+            s.f_min,
+            s.f_max,
+        )
+        contact.setKp(np.zeros(6))
+        contact.setKd(s.kd_contact * np.ones(6))
+        contact.setReference(robot.framePosition(data, pmodel.sole_frame_ids[side]))
+        form.addRigidContact(contact, s.reg_force)
+    com = tsid.TaskComEquality("com", robot)
+    com.setKp(100.0 * np.ones(3))
+    com.setKd(20.0 * np.ones(3))
+    com.setReference(tsid.TrajectoryEuclidianConstant("com_ref", robot.com(data)).computeNext())
+    form.addMotionTask(com, s.w_com, 1, 0.0)
+    am = tsid.TaskAMEquality("am", robot)
+    am.setKp(np.zeros(3))
+    am.setKd(s.kd_angular_momentum * np.ones(3))
+    am.setReference(tsid.TrajectoryEuclidianConstant("am_ref", np.zeros(3)).computeNext())
+    form.addMotionTask(am, s.w_angular_momentum, 1, 0.0)
+    for name, frame, kp, kd, w in (
+        ("base", config.base_body, s.kp_base, s.kd_base, s.w_base),
+        ("torso", config.wbc.torso_frame, s.kp_torso, s.kd_torso, s.w_torso),
+    ):
+        task = tsid.TaskSE3Equality(name, robot, frame)
+        task.setKp(kp * np.ones(6))
+        task.setKd(kd * np.ones(6))
+        task.setMask(np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
+        traj = tsid.TrajectorySE3Constant(
+            f"{name}_ref", robot.framePosition(data, robot.model().getFrameId(frame))
+        )
+        task.setReference(traj.computeNext())
+        form.addMotionTask(task, w, 1, 0.0)
+    posture = tsid.TaskJointPosture("posture", robot)
+    posture.setKp(s.kp_posture * np.ones(robot.na))
+    posture.setKd(s.kd_posture * np.ones(robot.na))
+    posture.setReference(tsid.TrajectoryEuclidianConstant("q_ref", config.array("default")).computeNext())
+    form.addMotionTask(posture, s.w_posture, 1, 0.0)
+    bounds = tsid.TaskActuationBounds("tau", robot)
+    effort = config.array("effort")
+    bounds.setBounds(-effort, effort)
+    form.addActuationTask(bounds, 1.0, 0, 0.0)
+    solver = tsid.SolverHQuadProgFast("qp")
+    solver.resize(form.nVar, form.nEq, form.nIn)
+    ticks = []
+    for q, v in states:
+        t0 = time.perf_counter()
+        hqp = form.computeProblemData(0.0, q, v)
+        sol = solver.solve(hqp)
+        form.getAccelerations(sol)
+        ticks.append(time.perf_counter() - t0)
+    return ticks
+
+
+def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
+    """WBC tick time over ``n_states`` perturbed standing states (see module docstring); TSID if installed."""
+    import numpy as np
+
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.wbc.controller import StandingController
+
+    states = _wbc_states(n_states, seed)
+    ctl = StandingController(load_robot_config("g1"))
+    for q, v in states[:50]:  # warm-up: first setup, caches
+        ctl.step(q, v)
+    ticks, solves, iters, ok = [], [], [], 0
+    for q, v in states:
+        t0 = time.perf_counter()
+        ctl.step(q, v)
+        ticks.append(time.perf_counter() - t0)
+        out = ctl.last_output
+        assert out is not None
+        solves.append(out.solve_time_s)
+        iters.append(out.iterations)
+        ok += int(out.ok)
+    us = np.array(ticks) * 1e6
+    result: dict[str, Any] = {
+        "states": n_states,
+        "qp_variables": ctl.qp.n,
+        "qp_constraints": ctl.qp.m,
+        "solved_fraction": ok / n_states,
+        "solve_us_median": float(np.median(solves) * 1e6),
+        "iterations_median": float(np.median(iters)),
+        "wbc_tick_us_median": float(np.median(us)),
+        "wbc_tick_us_p99": float(np.percentile(us, 99)),
+    }
+    try:
+        tsid_us = np.array(_tsid_ticks(states)) * 1e6
+    except ImportError:
+        result.update({"tsid_tick_us_median": None, "ratio_vs_tsid": None, "tsid": "not installed"})
+    except Exception as exc:  # an installed but broken binding (e.g. ABI mismatch with pinocchio)
+        result.update({"tsid_tick_us_median": None, "ratio_vs_tsid": None, "tsid": f"failed: {exc!r}"})
+    else:
+        result["tsid_tick_us_median"] = float(np.median(tsid_us))
+        result["tsid_tick_us_p99"] = float(np.percentile(tsid_us, 99))
+        result["ratio_vs_tsid"] = result["wbc_tick_us_median"] / result["tsid_tick_us_median"]
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print its JSON object as the last line of stdout."""
     parser = argparse.ArgumentParser(
@@ -221,8 +373,13 @@ def main(argv: list[str] | None = None) -> int:
     pol.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
     pol.add_argument("--steps", type=int, default=2000, help="in-process policy steps timed")
     pol.add_argument("--seconds", type=float, default=10.0, help="simulated seconds of the ROS graph run")
+    wbc = sub.add_parser("wbc", help="whole-body controller QP tick time (and TSID's, if installed)")
+    wbc.add_argument("--states", type=int, default=1000, help="perturbed standing states timed")
+    wbc.add_argument("--seed", type=int, default=0, help="random seed of the perturbations")
     args = parser.parse_args(argv)
-    if args.benchmark == "driver":
+    if args.benchmark == "wbc":
+        result = bench_wbc(args.states, args.seed)
+    elif args.benchmark == "driver":
         result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)
     else:
         result = bench_policy(args.policy, args.steps, args.seconds)

@@ -102,6 +102,23 @@ class SimulationSpec:
 
 
 @dataclass(frozen=True)
+class WbcSpec:
+    """Robot facts the whole-body controller needs beyond the feet and joint limits.
+
+    Attributes:
+        torso_frame: body / frame whose orientation the torso task regulates (the base is always regulated);
+            empty string: no torso task.
+        friction: Coulomb friction coefficient the controller assumes between the soles and the ground
+            (dimensionless, inner pyramid); keep it below the real one.
+        contact_points: where point contact forces act: ``polygon`` uses the corners of each sole polygon.
+    """
+
+    torso_frame: str = ""
+    friction: float = 0.5
+    contact_points: str = "polygon"
+
+
+@dataclass(frozen=True)
 class RobotConfig:
     """Everything robot-specific. Build it with :func:`load_robot_config`."""
 
@@ -120,6 +137,7 @@ class RobotConfig:
     initial_pose: dict[str, float]
     gain_profiles: dict[str, GainProfile]
     simulation: SimulationSpec = field(default_factory=SimulationSpec)
+    wbc: WbcSpec = field(default_factory=WbcSpec)
 
     @property
     def joint_names(self) -> list[str]:
@@ -336,6 +354,17 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
     if unknown:
         raise ConfigError(f"{where}: initial_pose names unknown joints {sorted(unknown)}")
     sim = data.get("simulation") or {}
+    wbc = data.get("wbc") or {}
+    try:
+        wbc_spec = WbcSpec(
+            torso_frame=str(wbc.get("torso_frame", "")),
+            friction=float(wbc.get("friction", 0.5)),
+            contact_points=str(wbc.get("contact_points", "polygon")),
+        )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{where}: wbc is malformed ({exc!r})") from None
+    if not 0.0 < wbc_spec.friction or wbc_spec.contact_points != "polygon":
+        raise ConfigError(f"{where}: wbc.friction must be > 0 and wbc.contact_points 'polygon'")
     return RobotConfig(
         name=str(_require(data, "name", where)),
         description=str(data.get("description", "")),
@@ -363,6 +392,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
             fall_height=float(sim.get("fall_height", 0.45)),
             noslip_iterations=_noslip(sim.get("noslip_iterations", 0), path),
         ),
+        wbc=wbc_spec,
     )
 
 

@@ -1,0 +1,260 @@
+"""Standing balance: divergent component of motion (capture point) regulation inside the support polygon.
+
+Linear inverted pendulum (LIPM), world frame, horizontal components, ground at the soles' height ``z_g``:
+
+- ``omega = sqrt(g / (z_c - z_g))`` (1/s), DCM / capture point ``xi = c + cdot / omega`` (m);
+- ``xi_dot = omega (xi - p)`` with ``p`` the centroidal moment pivot (CMP); with no moment about the CoM the
+  CMP is the centre of pressure (CoP).
+
+Control law: ``xi_dot_des = -k (xi - xi_ref)`` gives ``p_des = xi + (k / omega) (xi - xi_ref)``.
+
+- **Ankle strategy**: the CoP ``p_cop`` is ``p_des`` clamped into the support polygon shrunk by
+  ``cop_margin`` (the polygon of the sole corners of the feet in contact).
+- **Hip strategy**: the CMP ``p_cmp`` is ``p_des`` clamped into the polygon grown by ``cmp_margin``; the
+  part beyond the CoP is produced by a moment about the CoM, i.e. a rate of centroidal angular momentum
+  ``Ldot_ref = (p_cop - c) x F`` with ``F = m (cddot_des + g e_z)`` the ground reaction (N m).
+
+Outputs (task references): CoM acceleration
+``cddot_des = [omega^2 (c - p_cmp), kp_z (z_ref - z) - kd_z zdot]`` (m/s^2) and ``Ldot_ref`` (N m,
+horizontal components). The reference ``xi_ref`` is the CoM of the default standing pose relative to the sole
+midpoint, carried along with the feet (yaw of the feet included).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from humanoid_control.robot_config import RobotConfig
+from humanoid_control.robot_model import PinocchioRobotModel, standing_base_height
+from humanoid_control.wbc.dynamics import RobotDynamics
+
+
+# ---------------------------------------------------------------------------------------------- polygons
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """Convex hull (counter-clockwise, no repeated end point) of (N, 2) points, monotone chain."""
+    arr = np.asarray(points, dtype=float)
+    pts = arr[np.lexsort((arr[:, 1], arr[:, 0]))].tolist()
+    if len(pts) < 3:
+        return np.array(pts)
+
+    def cross(o: list[float], a: list[float], b: list[float]) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower: list[list[float]] = []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    upper: list[list[float]] = []
+    for p in reversed(pts):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.array(lower[:-1] + upper[:-1])
+
+
+_NEXT: dict[int, np.ndarray] = {}
+
+
+def _next_index(n: int) -> np.ndarray:
+    """``[1, 2, ..., n - 1, 0]`` (cached): index of each polygon vertex's successor."""
+    idx = _NEXT.get(n)
+    if idx is None:
+        idx = _NEXT[n] = np.roll(np.arange(n), -1)
+    return idx
+
+
+def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
+    """Convex CCW polygon with every edge moved outwards by ``margin`` (m; negative shrinks).
+
+    Vertex ``i`` is the intersection of the offset edges ``i - 1`` and ``i`` (valid while no edge vanishes).
+    """
+    if margin == 0.0:
+        return poly
+    edges = poly[_next_index(len(poly))] - poly
+    nx, ny = edges[:, 1], -edges[:, 0]  # outward normals for CCW
+    norm = np.hypot(nx, ny)
+    nx, ny = nx / norm, ny / norm
+    d = nx * poly[:, 0] + ny * poly[:, 1] + margin
+    prev = np.arange(-1, len(poly) - 1)
+    ax, ay, da = nx[prev], ny[prev], d[prev]  # edge i - 1
+    det = ax * ny - ay * nx
+    return np.stack([(da * ny - d * ay) / det, (ax * d - nx * da) / det], axis=1)
+
+
+def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
+    """The point itself if inside the convex CCW polygon, else the nearest point of its boundary."""
+    p = np.asarray(point, dtype=float)
+    edges = poly[_next_index(len(poly))] - poly
+    rel = p - poly
+    if np.all(edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0] >= 0.0):
+        return p.copy()
+    t = np.clip(np.einsum("ij,ij->i", rel, edges) / np.einsum("ij,ij->i", edges, edges), 0.0, 1.0)
+    cand = poly + t[:, None] * edges
+    return cand[np.argmin(np.linalg.norm(cand - p, axis=1))]
+
+
+# ---------------------------------------------------------------------------------------------- balance
+@dataclass
+class BalanceSettings:
+    """Gains of :class:`StandingBalance`.
+
+    Attributes:
+        dcm_gain: ``k / omega`` of the DCM law (dimensionless; the DCM error's time constant is
+            ``1 / (dcm_gain omega)``).
+        cop_margin: CoP kept this far inside the support polygon (m).
+        cmp_margin: CMP allowed this far outside the support polygon (m); 0 disables the hip strategy.
+        kp_height, kd_height: CoM height PD (1/s^2, 1/s).
+        hip_strategy: set the angular-momentum rate reference from the CMP-CoP offset.
+    """
+
+    dcm_gain: float = 1.5
+    cop_margin: float = 0.01
+    cmp_margin: float = 0.06
+    kp_height: float = 100.0
+    kd_height: float = 20.0
+    hip_strategy: bool = True
+
+
+@dataclass
+class BalanceState:
+    """Quantities of one balance update (world frame, m, m/s, 1/s) for diagnostics and markers."""
+
+    com: np.ndarray
+    com_velocity: np.ndarray
+    dcm: np.ndarray
+    dcm_ref: np.ndarray
+    omega: float
+    cop: np.ndarray
+    cmp: np.ndarray
+    support_polygon: np.ndarray
+    com_acceleration: np.ndarray
+    angular_momentum_rate: np.ndarray
+
+
+def default_com_offset(config: RobotConfig, pmodel: PinocchioRobotModel) -> np.ndarray:
+    """CoM of the default standing pose minus the midpoint of the sole origins (m), robot upright at yaw 0.
+
+    The z component is the CoM height above the soles.
+    """
+    model = pmodel.model
+    data = model.createData()
+    joints = config.array("default")
+    q = pmodel.neutral_q(joints, standing_base_height(config, pmodel, joints))
+    com = pin.centerOfMass(model, data, q)
+    pin.framesForwardKinematics(model, data, q)
+    mid = np.mean([data.oMf[fid].translation for fid in pmodel.sole_frame_ids.values()], axis=0)
+    return np.array(com - mid)
+
+
+class StandingBalance:
+    """Turns the estimated state into CoM and angular-momentum task references (see module docstring)."""
+
+    def __init__(
+        self, config: RobotConfig, pmodel: PinocchioRobotModel, settings: BalanceSettings | None = None
+    ) -> None:
+        self.settings = settings or BalanceSettings()
+        self.com_offset = default_com_offset(config, pmodel)
+        self.reference_shift = np.zeros(3)  # added to the reference CoM (m), e.g. to lean
+        self.state: BalanceState | None = None
+
+    def update(self, dyn: RobotDynamics, contacts: dict[str, bool]) -> BalanceState:
+        """References for this tick from ``dyn`` (already updated) and the feet in contact."""
+        s = self.settings
+        c, cd = dyn.com, dyn.com_velocity
+        sole_pos = [dyn.frames[side].position for side in dyn.sides]
+        mid = np.mean(sole_pos, axis=0)
+        # yaw of the feet: mean heading of the sole x axes
+        heading = sum(dyn.frames[side].rotation[:, 0] for side in dyn.sides)
+        yaw = math.atan2(heading[1], heading[0])
+        cy, sy = math.cos(yaw), math.sin(yaw)
+        off = self.com_offset
+        ref = (
+            mid
+            + np.array([cy * off[0] - sy * off[1], sy * off[0] + cy * off[1], off[2]])
+            + self.reference_shift
+        )
+        points = [dyn.contact_points_world(side)[:, :2] for side in dyn.sides if contacts.get(side, False)]
+        poly = convex_hull(np.vstack(points)) if points else np.array([mid[:2]])
+        ground = float(np.mean([p[2] for p in sole_pos]))
+        height = max(c[2] - ground, 0.05)
+        omega = math.sqrt(dyn.gravity / height)
+        xi = c[:2] + cd[:2] / omega
+        xi_ref = ref[:2]
+        p_des = xi + s.dcm_gain * (xi - xi_ref)
+        if len(poly) >= 3:
+            cop = clamp_to_polygon(p_des, offset_polygon(poly, -s.cop_margin))
+            cmp = clamp_to_polygon(p_des, offset_polygon(poly, s.cmp_margin)) if s.hip_strategy else cop
+        else:
+            cop = cmp = poly[0].copy()
+        acc = np.empty(3)
+        acc[:2] = omega * omega * (c[:2] - cmp)
+        acc[2] = s.kp_height * (ref[2] - c[2]) - s.kd_height * cd[2]
+        ldot = np.zeros(3)
+        if s.hip_strategy:
+            force = dyn.mass * (acc + np.array([0.0, 0.0, dyn.gravity]))
+            arm = np.array([cop[0] - c[0], cop[1] - c[1], ground - c[2]])
+            ldot[0] = arm[1] * force[2] - arm[2] * force[1]
+            ldot[1] = arm[2] * force[0] - arm[0] * force[2]
+        self.state = BalanceState(c.copy(), cd.copy(), xi, xi_ref, omega, cop, cmp, poly, acc, ldot)
+        return self.state
+
+
+# ---------------------------------------------------------------------------------------------- push bound
+def push_impulse_bounds(
+    config: RobotConfig, pmodel: PinocchioRobotModel, duration: float = 0.1
+) -> dict[str, dict[str, float]]:
+    """LIPM bound of the impulse (N s) a push of ``duration`` (s) at the CoM can have without stepping.
+
+    Default standing pose, both feet down; CoP at the support-polygon edge from the start of the push:
+    ``J* = m omega d k`` with ``k = omega T e^(omega T) / (e^(omega T) - 1)``, ``omega = sqrt(g / z_c)``,
+    ``d`` the horizontal distance from the CoM to the polygon edge in the push direction (front +x, back -x,
+    left +y, right -y of the base frame). Returns per direction ``{"bound_Ns", "d_m"}`` and ``omega``, ``k``.
+    """
+    model = pmodel.model
+    data = model.createData()
+    joints = config.array("default")
+    q = pmodel.neutral_q(joints, standing_base_height(config, pmodel, joints))
+    com = pin.centerOfMass(model, data, q)
+    pin.framesForwardKinematics(model, data, q)
+    corners = []
+    ground = []
+    for side, fid in pmodel.sole_frame_ids.items():
+        oMs = data.oMf[fid]
+        ground.append(oMs.translation[2])
+        for x, y in config.feet[side].polygon:
+            corners.append(oMs.act(np.array([x, y, 0.0]))[:2])
+    poly = convex_hull(np.array(corners))
+    mass = float(pin.computeTotalMass(model))
+    g = float(np.linalg.norm(model.gravity.linear))
+    omega = math.sqrt(g / (com[2] - float(np.mean(ground))))
+    wt = omega * duration
+    k = wt * math.exp(wt) / (math.exp(wt) - 1.0)
+    out: dict[str, dict[str, float]] = {}
+    for name, direction in (("front", (1, 0)), ("back", (-1, 0)), ("left", (0, 1)), ("right", (0, -1))):
+        u = np.array(direction, dtype=float)
+        d = _ray_to_polygon(com[:2], u, poly)
+        out[name] = {"bound_Ns": mass * omega * d * k, "d_m": d}
+    out["params"] = {"omega": omega, "k": k, "mass_kg": mass, "com_height_m": float(com[2] - np.mean(ground))}
+    return out
+
+
+def _ray_to_polygon(origin: np.ndarray, direction: np.ndarray, poly: np.ndarray) -> float:
+    """Distance (m) from an inside point along a unit direction to the boundary of a convex CCW polygon."""
+    best = math.inf
+    for i in range(len(poly)):
+        a, b = poly[i], poly[(i + 1) % len(poly)]
+        e = b - a
+        den = direction[0] * e[1] - direction[1] * e[0]
+        if abs(den) < 1e-12:
+            continue
+        w = a - origin
+        t = (w[0] * e[1] - w[1] * e[0]) / den
+        s = (w[0] * direction[1] - w[1] * direction[0]) / den
+        if t >= 0.0 and -1e-12 <= s <= 1.0 + 1e-12:
+            best = min(best, t)
+    return float(best)

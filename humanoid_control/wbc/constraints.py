@@ -1,0 +1,295 @@
+"""Constraints of the whole-body QP: rows ``l <= C x <= u`` over ``x = [qdd (nv), f (3 k per foot)]``.
+
+``f`` are point forces (N, world frame) exerted by the ground on the sole at the sole polygon corners.
+Their generalized force is ``J_c^T f = sum_i J_i^T f_i`` with ``J_i = J_lin - [r_i]x J_ang`` the Jacobian of
+corner ``i`` (``r_i``: corner minus sole origin, world frame); per foot ``J_c^T f = J_sole^T G f`` with
+``G = [I .. I; [r_1]x .. [r_k]x]`` (6 x 3k), the wrench of the corner forces about the sole origin.
+:class:`ContactForceMap` computes ``JtG = J_c^T G`` (nv x 3k per foot) once per tick for the dynamics rows.
+
+Each class declares its rows' structural sparsity (``pattern``) once and fills values and bounds per tick
+into views of the QP's dense buffers (``fill``), so the sparse pattern never changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from humanoid_control.wbc.dynamics import RobotDynamics
+
+INF = np.inf
+
+
+class ContactForceMap:
+    """``JtG[side]`` (nv, 3k): generalized force of the corner forces of a sole, LOCAL_WORLD_ALIGNED."""
+
+    def __init__(self, dyn: RobotDynamics) -> None:
+        self.dyn = dyn
+        self.G = {}
+        self.JtG = {}
+        for side in dyn.sides:
+            k = len(dyn.contact_points_local[side])
+            G = np.zeros((6, 3 * k))
+            for i in range(k):
+                G[0:3, 3 * i : 3 * i + 3] = np.eye(3)
+            self.G[side] = G
+            self.JtG[side] = np.zeros((dyn.nv, 3 * k))
+        # entries of [r]x in G (rows 3..5), per corner i: (row, col, component of r, sign)
+        #   row 3: (0, -z, y); row 4: (z, 0, -x); row 5: (-y, x, 0)
+        pattern = [
+            (3, 1, 2, -1.0),
+            (3, 2, 1, 1.0),
+            (4, 0, 2, 1.0),
+            (4, 2, 0, -1.0),
+            (5, 0, 1, -1.0),
+            (5, 1, 0, 1.0),
+        ]
+        self._skew = {}
+        for side in dyn.sides:
+            k = len(dyn.contact_points_local[side])
+            rows = np.array([[row for row, _, _, _ in pattern] for _ in range(k)]).ravel()
+            cols = np.array([[3 * i + col for _, col, _, _ in pattern] for i in range(k)]).ravel()
+            comp = np.array([[3 * i + c for _, _, c, _ in pattern] for i in range(k)]).ravel()
+            sign = np.tile([sg for _, _, _, sg in pattern], k)
+            self._skew[side] = (rows, cols, comp, sign)
+
+    def update(self) -> None:
+        """Recompute ``G`` and ``JtG`` from the current sole placements and Jacobians."""
+        dyn = self.dyn
+        for side in dyn.sides:
+            fs = dyn.frames[side]
+            r = (dyn.contact_points_local[side] @ fs.rotation.T).ravel()
+            rows, cols, comp, sign = self._skew[side]
+            G = self.G[side]
+            G[rows, cols] = r[comp] * sign
+            np.matmul(fs.jacobian.T, G, out=self.JtG[side])
+
+
+class Constraint:
+    """Base class: ``rows`` constraint rows; ``pattern()`` (rows, n) bool.
+
+    The QP binds each constraint once to its rows of the dense buffers (:meth:`bind`); :meth:`fill` then
+    writes this tick's values and bounds there.
+    """
+
+    rows: int = 0
+    name: str = ""
+    A: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def pattern(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def bind(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Views (rows, n), (rows,), (rows,) of the QP's constraint matrix and bounds."""
+        self.A, self.lower, self.upper = A, lower, upper
+
+    def fill(self) -> None:
+        raise NotImplementedError
+
+
+class _DynamicsRows(Constraint):
+    """Rows ``sel`` of the equation of motion ``M qdd + h - J_c^T f = S^T tau`` over ``[qdd, f]``."""
+
+    def __init__(self, dyn: RobotDynamics, fmap: ContactForceMap, force_cols: dict[str, slice], sel: slice):
+        self.dyn, self.fmap, self.force_cols, self.sel = dyn, fmap, force_cols, sel
+        self.rows = sel.stop - sel.start
+        self.n = dyn.nv + sum(s.stop - s.start for s in force_cols.values())
+
+    def pattern(self) -> np.ndarray:
+        pat = np.zeros((self.rows, self.n), dtype=bool)
+        pat[:, : self.dyn.nv] = self.dyn.mass_matrix_mask()[self.sel]
+        for side, cols in self.force_cols.items():
+            support = self.dyn.frame_support_mask(self.dyn.frames[side].frame_id)[self.sel]
+            pat[support, cols] = True
+        return pat
+
+    def _fill_matrix(self, A: np.ndarray) -> None:
+        nv = self.dyn.nv
+        A[:, :nv] = self.dyn.M[self.sel]
+        for side, cols in self.force_cols.items():
+            np.negative(self.fmap.JtG[side][self.sel], out=A[:, cols])
+
+
+class FloatingBaseDynamics(_DynamicsRows):
+    """The 6 unactuated rows of the equation of motion (equality): ``M_b qdd - (J_c^T f)_b = -h_b``.
+
+    Rows are the base's generalized forces (force N and moment N m in the base frame): the contact forces
+    alone must produce the whole-body momentum rate.
+    """
+
+    name = "floating_base_dynamics"
+
+    def __init__(self, dyn: RobotDynamics, fmap: ContactForceMap, force_cols: dict[str, slice]) -> None:
+        super().__init__(dyn, fmap, force_cols, slice(0, 6))
+
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
+        self._fill_matrix(A)
+        np.negative(self.dyn.h[0:6], out=lower)
+        upper[:] = lower
+
+
+class TorqueLimits(_DynamicsRows):
+    """Actuated rows: ``-tau_max <= tau = M_a qdd + h_a - (J_c^T f)_a <= tau_max`` (N m).
+
+    ``tau_max`` (nv - 6,) in velocity order; :attr:`scale` multiplies it (0 forces infeasibility in tests).
+    """
+
+    name = "torque_limits"
+
+    def __init__(
+        self, dyn: RobotDynamics, fmap: ContactForceMap, force_cols: dict[str, slice], tau_max: np.ndarray
+    ) -> None:
+        super().__init__(dyn, fmap, force_cols, slice(6, dyn.nv))
+        self.tau_max = np.array(tau_max, dtype=float)
+        self.scale = 1.0
+
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
+        self._fill_matrix(A)
+        h = self.dyn.h[6:]
+        lim = self.tau_max * self.scale
+        np.subtract(-lim, h, out=lower)
+        np.subtract(lim, h, out=upper)
+
+
+class ContactConstraint(Constraint):
+    """Rigid sole contact (6 rows): ``J_sole qdd + drift = -kd v_sole`` (m/s^2, rad/s^2, world axes).
+
+    ``kd`` (1/s) bleeds off residual sole velocity (0 gives ``J qdd + Jdot v = 0``). When the foot is not in
+    contact (:attr:`active` False) the rows are left free (``+-inf``), keeping the sparsity.
+    """
+
+    rows = 6
+
+    def __init__(self, dyn: RobotDynamics, side: str, n: int, kd: float = 0.0) -> None:
+        self.dyn, self.side, self.n, self.kd = dyn, side, n, kd
+        self.name = f"contact_{side}"
+        self.active = True
+
+    def pattern(self) -> np.ndarray:
+        pat = np.zeros((6, self.n), dtype=bool)
+        pat[:, : self.dyn.nv] = self.dyn.frame_support_mask(self.dyn.frames[self.side].frame_id)[None, :]
+        return pat
+
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
+        fs = self.dyn.frames[self.side]
+        A[:, : self.dyn.nv] = fs.jacobian
+        if self.active:
+            np.negative(fs.drift, out=lower)
+            lower -= self.kd * fs.velocity
+            upper[:] = lower
+        else:
+            lower[:] = -INF
+            upper[:] = INF
+
+
+class FrictionPyramid(Constraint):
+    """Per corner of a sole (5 rows each), in the sole frame ``(t1, t2, n)`` (world-frame unit vectors):
+
+    ``+-t1.f - mu n.f <= 0``, ``+-t2.f - mu n.f <= 0`` (inner linearized friction cone, ``mu`` = friction),
+    ``f_min <= n.f <= f_max`` (unilateral, N). Not in contact: ``n.f = 0``, hence ``f = 0``.
+    """
+
+    def __init__(
+        self, dyn: RobotDynamics, side: str, cols: slice, n: int, mu: float, f_min: float, f_max: float
+    ) -> None:
+        self.dyn, self.side, self.cols, self.n = dyn, side, cols, n
+        self.name = f"friction_{side}"
+        self.k = len(dyn.contact_points_local[side])
+        self.rows = 5 * self.k
+        self.mu, self.f_min, self.f_max = mu, f_min, f_max
+        self.active = True
+        self._block = np.zeros((5, 3))
+        self._diag = np.zeros((self.k, 5, 3))
+
+    def bind(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        super().bind(A, lower, upper)
+        # the k diagonal 5 x 3 blocks of this foot's force columns, as one strided view
+        sub = A[:, self.cols]
+        rs, cs = sub.strides
+        self._diag = np.lib.stride_tricks.as_strided(sub, (self.k, 5, 3), (5 * rs + 3 * cs, rs, cs))
+
+    def pattern(self) -> np.ndarray:
+        pat = np.zeros((self.rows, self.n), dtype=bool)
+        start = self.cols.start
+        for i in range(self.k):
+            pat[5 * i : 5 * i + 5, start + 3 * i : start + 3 * i + 3] = True
+        return pat
+
+    def fill(self) -> None:
+        lower, upper = self.lower, self.upper
+        R = self.dyn.frames[self.side].rotation
+        t1, t2, nrm = R[:, 0], R[:, 1], R[:, 2]
+        blk = self._block
+        mun = self.mu * nrm
+        blk[0] = t1 - mun
+        blk[1] = -t1 - mun
+        blk[2] = t2 - mun
+        blk[3] = -t2 - mun
+        blk[4] = nrm
+        self._diag[:] = blk
+        lower.reshape(self.k, 5)[:, 0:4] = -INF
+        upper.reshape(self.k, 5)[:, 0:4] = 0.0
+        if self.active:
+            lower[4::5] = self.f_min
+            upper[4::5] = self.f_max
+        else:
+            lower[4::5] = 0.0
+            upper[4::5] = 0.0
+
+
+class JointLimits(Constraint):
+    """Joint position and velocity limits as bounds on joint accelerations (rad/s^2).
+
+    Position, over horizon ``T_p`` (s): ``q + dq T_p + qdd T_p^2 / 2`` within ``[q_min, q_max]``; velocity,
+    over ``T_v`` (s): ``dq + qdd T_v`` within ``[-dq_max, dq_max]``; the tighter of the two, clipped to
+    ``+-qdd_max``. If the bounds cross (a joint already beyond a limit), both take the value that brakes
+    towards the limit, so the QP stays feasible.
+    """
+
+    name = "joint_limits"
+
+    def __init__(
+        self,
+        dyn: RobotDynamics,
+        n: int,
+        q_min: np.ndarray,
+        q_max: np.ndarray,
+        dq_max: np.ndarray,
+        horizon_position: float = 0.1,
+        horizon_velocity: float = 0.05,
+        qdd_max: float = 1000.0,
+    ) -> None:
+        self.dyn, self.n = dyn, n
+        self.rows = dyn.nv - 6
+        self.q_min, self.q_max, self.dq_max = (np.asarray(a, dtype=float) for a in (q_min, q_max, dq_max))
+        self.tp, self.tv, self.qdd_max = horizon_position, horizon_velocity, qdd_max
+        self._written = False
+
+    def pattern(self) -> np.ndarray:
+        pat = np.zeros((self.rows, self.n), dtype=bool)
+        pat[np.arange(self.rows), 6 + np.arange(self.rows)] = True
+        return pat
+
+    def fill(self) -> None:
+        A, lower, upper = self.A, self.lower, self.upper
+        if not self._written:
+            A[np.arange(self.rows), 6 + np.arange(self.rows)] = 1.0
+            self._written = True
+        q = self.dyn.q[7:]
+        dq = self.dyn.v[6:]
+        tp, tv = self.tp, self.tv
+        drift = q + dq * tp
+        c = 2.0 / (tp * tp)
+        lo = np.maximum(c * (self.q_min - drift), (-self.dq_max - dq) / tv)
+        hi = np.minimum(c * (self.q_max - drift), (self.dq_max - dq) / tv)
+        np.clip(lo, -self.qdd_max, self.qdd_max, out=lower)
+        np.clip(hi, -self.qdd_max, self.qdd_max, out=upper)
+        crossed = lower > upper
+        if crossed.any():
+            mid = 0.5 * (lower + upper)
+            lower[crossed] = mid[crossed]
+            upper[crossed] = mid[crossed]

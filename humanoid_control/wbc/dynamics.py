@@ -1,0 +1,160 @@
+"""Rigid-body quantities of one control tick, computed once with pinocchio and shared by tasks/constraints.
+
+Frames and conventions (pinocchio):
+
+- ``q`` = ``[x y z qx qy qz qw, joints]``, ``v`` = ``[v_base (base frame), w_base (base frame), dq]``; nv =
+  6 + number of joints.
+- Frame Jacobians and velocities are ``LOCAL_WORLD_ALIGNED``: at the frame origin, axes of the world frame,
+  rows ``[linear; angular]`` (m/s, rad/s per unit of ``v``).
+- "Drift" of a task is its acceleration at ``qdd = 0``: ``Jdot v`` (classical acceleration for linear rows:
+  the acceleration of the point, not the spatial one).
+- Centroidal momentum ``h_G = A_G v`` = ``[m cdot; L]`` (N s, N m s), about the CoM with world axes;
+  ``hdot_G = A_G qdd + Adot_G v``.
+- Sole contact points: the corners of each sole polygon (sole frame, z = 0), expressed in the world frame
+  relative to the sole origin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from humanoid_control.robot_config import RobotConfig
+from humanoid_control.robot_model import PinocchioRobotModel
+
+_LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+class FrameState:
+    """Kinematics of one frame at this tick (LOCAL_WORLD_ALIGNED).
+
+    Attributes:
+        frame_id: pinocchio frame id.
+        position (3,) m, rotation (3, 3) frame-to-world, velocity (6,) [linear m/s, angular rad/s],
+        drift (6,) classical acceleration at qdd = 0 (m/s^2, rad/s^2), jacobian (6, nv).
+    """
+
+    def __init__(self, frame_id: int, nv: int) -> None:
+        self.frame_id = frame_id
+        self.position = np.zeros(3)
+        self.rotation = np.eye(3)
+        self.velocity = np.zeros(6)
+        self.drift = np.zeros(6)
+        self.jacobian = np.zeros((6, nv))
+
+
+class RobotDynamics:
+    """Pinocchio model + data, refreshed by :meth:`update` with one state per tick.
+
+    After :meth:`update`: ``M`` (nv, nv) mass matrix (kg, kg m, kg m^2), ``h`` (nv,) nonlinear effects
+    (Coriolis, centrifugal, gravity; N, N m), ``Ag`` (6, nv), ``hg`` (6,), ``hg_drift`` (6,) centroidal
+    momentum matrix, momentum and its rate at qdd = 0, ``com`` / ``com_velocity`` (3,) world frame (m, m/s),
+    ``frames[name]`` (:class:`FrameState`) for the soles (``left``/``right``), the base and the torso.
+    """
+
+    def __init__(self, config: RobotConfig, pmodel: PinocchioRobotModel) -> None:
+        self.config = config
+        self.pmodel = pmodel
+        self.model = pmodel.model
+        self.data = self.model.createData()
+        self.nv = int(self.model.nv)
+        self.nq = int(self.model.nq)
+        self.mass = float(pin.computeTotalMass(self.model))
+        self.gravity = float(np.linalg.norm(self.model.gravity.linear))
+        self.M = np.zeros((self.nv, self.nv))
+        self.h = np.zeros(self.nv)
+        self.Ag = np.zeros((6, self.nv))
+        self.hg = np.zeros(6)
+        self.hg_drift = np.zeros(6)
+        self.com = np.zeros(3)
+        self.com_velocity = np.zeros(3)
+        self.q = pin.neutral(self.model)
+        self.v = np.zeros(self.nv)
+        self._zero_a = np.zeros(self.nv)
+        self.sides = tuple(sorted(config.feet))
+        names: dict[str, int] = {s: pmodel.sole_frame_ids[s] for s in self.sides}
+        names["base"] = self.model.getFrameId(config.base_body)
+        if config.wbc.torso_frame:
+            names["torso"] = self.model.getFrameId(config.wbc.torso_frame)
+        self.frames = {k: FrameState(fid, self.nv) for k, fid in names.items()}
+        # contact points: sole polygon corners in the sole frame (m)
+        self.contact_points_local = {
+            s: np.array([[x, y, 0.0] for x, y in config.feet[s].polygon]) for s in self.sides
+        }
+
+    # ------------------------------------------------------------------ structure
+    def frame_support_mask(self, frame_id: int) -> np.ndarray:
+        """(nv,) bool: velocity indices that can move the frame (its joint and every ancestor)."""
+        joint = self.model.frames[frame_id].parentJoint
+        mask = np.zeros(self.nv, dtype=bool)
+        for j in self.model.supports[joint]:
+            if j == 0:
+                continue
+            jm = self.model.joints[j]
+            mask[jm.idx_v : jm.idx_v + jm.nv] = True
+        return mask
+
+    def mass_matrix_mask(self) -> np.ndarray:
+        """(nv, nv) bool: structural non-zeros of ``M`` (velocities on a common branch of the tree)."""
+        idx_joint = np.zeros(self.nv, dtype=int)
+        for j in range(1, self.model.njoints):
+            jm = self.model.joints[j]
+            idx_joint[jm.idx_v : jm.idx_v + jm.nv] = j
+        anc = np.zeros((self.model.njoints, self.model.njoints), dtype=bool)
+        for j in range(1, self.model.njoints):
+            for a in self.model.supports[j]:
+                anc[a, j] = True
+        related = anc | anc.T
+        return related[np.ix_(idx_joint, idx_joint)]
+
+    # ------------------------------------------------------------------ per tick
+    def update(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Compute every quantity of the tick at configuration ``q`` (nq,) and velocity ``v`` (nv,)."""
+        m, d = self.model, self.data
+        self.q[:] = q
+        self.v[:] = v
+        pin.computeAllTerms(m, d, q, v)  # M, nle, joint Jacobians, com, vcom, Ag, hg
+        self.M[:] = d.M
+        self.h[:] = d.nle
+        self.Ag[:] = d.Ag
+        self.hg[:] = d.hg.vector
+        self.com[:] = d.com[0]
+        self.com_velocity[:] = d.vcom[0]
+        # second-order forward kinematics at qdd = 0: momentum-rate drift and data.a for frame drifts
+        self.hg_drift[:] = pin.computeCentroidalMomentumTimeVariation(m, d, q, v, self._zero_a).vector
+        pin.updateFramePlacements(m, d)
+        for fs in self.frames.values():
+            fid = fs.frame_id
+            oMf = d.oMf[fid]
+            fs.position[:] = oMf.translation
+            fs.rotation[:] = oMf.rotation
+            fs.jacobian[:] = pin.getFrameJacobian(m, d, fid, _LWA)
+            fs.velocity[:] = pin.getFrameVelocity(m, d, fid, _LWA).vector
+            fs.drift[:] = pin.getFrameClassicalAcceleration(m, d, fid, _LWA).vector
+
+    def contact_points_world(self, side: str) -> np.ndarray:
+        """(k, 3) contact points of a sole in the world frame (m)."""
+        fs = self.frames[side]
+        return fs.position + self.contact_points_local[side] @ fs.rotation.T
+
+
+def pinocchio_state(
+    pmodel: PinocchioRobotModel,
+    base_position: np.ndarray,
+    base_quat_xyzw: np.ndarray,
+    base_linear_velocity_body: np.ndarray,
+    base_angular_velocity_body: np.ndarray,
+    joint_positions: np.ndarray,
+    joint_velocities: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio ``(q, v)`` from an estimated state (base pose in the world, base twist in the base frame,
+    joints in configuration order)."""
+    q = pin.neutral(pmodel.model)
+    q[0:3] = base_position
+    q[3:7] = np.asarray(base_quat_xyzw) / np.linalg.norm(base_quat_xyzw)
+    q[pmodel.joint_q_idx] = joint_positions
+    v = np.zeros(pmodel.model.nv)
+    v[0:3] = base_linear_velocity_body
+    v[3:6] = base_angular_velocity_body
+    v[pmodel.joint_v_idx] = joint_velocities
+    return q, v

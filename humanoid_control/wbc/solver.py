@@ -1,0 +1,158 @@
+"""QP solver interface for the whole-body controller, and its OSQP implementation.
+
+The problem solved every tick is
+
+    minimize    1/2 x^T P x + g^T x
+    subject to  l <= A x <= u
+
+with ``P`` (n x n, symmetric positive semi-definite) and ``A`` (m x n) of a **fixed sparsity pattern** given
+once at :meth:`QpSolver.setup`; later ticks only change the values (in the pattern's CSC order), ``g``, ``l``
+and ``u``. Equality rows have ``l == u``; a free side is ``+-inf``.
+
+Any other solver (daqp, proxsuite, qpOASES, ...) plugs in by implementing :class:`QpSolver`.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class QpStatus(enum.Enum):
+    """Outcome of one solve, solver independent."""
+
+    SOLVED = "solved"
+    SOLVED_INACCURATE = "solved_inaccurate"
+    INFEASIBLE = "infeasible"
+    MAX_ITER = "max_iter"
+    FAILED = "failed"
+
+    @property
+    def ok(self) -> bool:
+        """True when the solution may be used (solved, or solved to reduced accuracy)."""
+        return self in (QpStatus.SOLVED, QpStatus.SOLVED_INACCURATE)
+
+
+@dataclass
+class QpResult:
+    """Result of :meth:`QpSolver.solve`.
+
+    Attributes:
+        status: outcome.
+        x: primal solution (n,), a view owned by the solver: copy it to keep it past the next solve.
+        iterations: solver iterations.
+        solve_time_s: wall time of the solve call alone (s).
+    """
+
+    status: QpStatus
+    x: np.ndarray
+    iterations: int
+    solve_time_s: float
+
+
+class QpSolver(abc.ABC):
+    """A sparse QP solver with a fixed sparsity pattern, updated in place and warm-started."""
+
+    @abc.abstractmethod
+    def setup(
+        self, P: sp.csc_matrix, g: np.ndarray, A: sp.csc_matrix, lower: np.ndarray, upper: np.ndarray
+    ) -> None:
+        """Build the solver for this pattern. ``P`` is the upper triangle (CSC); ``A`` is CSC."""
+
+    @abc.abstractmethod
+    def update(
+        self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    ) -> None:
+        """New values: ``Px`` / ``Ax`` in the CSC data order of the matrices given to :meth:`setup`."""
+
+    @abc.abstractmethod
+    def solve(self) -> QpResult:
+        """Solve, warm-started from the previous solution."""
+
+
+@dataclass
+class OsqpSettings:
+    """OSQP settings used by :class:`OsqpSolver` (see the OSQP documentation for their meaning).
+
+    Attributes:
+        eps_abs, eps_rel: absolute / relative residual tolerances.
+        max_iter: iteration cap per solve (a tick must end in bounded time).
+        rho: initial ADMM step; adaptive_rho_interval: iterations between rho updates (0 = automatic).
+        polish: solution polishing (more accurate, slower).
+        scaling: Ruiz scaling iterations.
+    """
+
+    eps_abs: float = 1e-4
+    eps_rel: float = 1e-4
+    max_iter: int = 400
+    rho: float = 0.1
+    adaptive_rho_interval: int = 25
+    polish: bool = False
+    scaling: int = 2
+
+
+_OSQP_STATUS = {
+    1: QpStatus.SOLVED,
+    2: QpStatus.SOLVED_INACCURATE,
+    3: QpStatus.INFEASIBLE,
+    4: QpStatus.INFEASIBLE,
+    7: QpStatus.MAX_ITER,
+}
+
+
+class OsqpSolver(QpSolver):
+    """:class:`QpSolver` on OSQP (ADMM, sparse LDL^T of the KKT matrix, refactored when values change)."""
+
+    def __init__(self, settings: OsqpSettings | None = None) -> None:
+        self.settings = settings or OsqpSettings()
+        self._solver = None
+
+    def setup(
+        self, P: sp.csc_matrix, g: np.ndarray, A: sp.csc_matrix, lower: np.ndarray, upper: np.ndarray
+    ) -> None:
+        import osqp
+
+        s = self.settings
+        prob = osqp.OSQP()
+        prob.setup(
+            P,
+            g,
+            A,
+            lower,
+            upper,
+            verbose=False,
+            warm_starting=True,
+            eps_abs=s.eps_abs,
+            eps_rel=s.eps_rel,
+            max_iter=s.max_iter,
+            rho=s.rho,
+            adaptive_rho_interval=s.adaptive_rho_interval,
+            polishing=s.polish,
+            scaling=s.scaling,
+        )
+        self._prob = prob
+        self._solver = prob._solver  # the compiled solver: update/solve without the wrapper's bookkeeping
+        self._infty = float(prob.constant("OSQP_INFTY"))
+
+    def update(
+        self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    ) -> None:
+        assert self._solver is not None, "setup() first"
+        np.clip(lower, -self._infty, self._infty, out=lower)
+        np.clip(upper, -self._infty, self._infty, out=upper)
+        self._solver.update_data_vec(q=g, l=lower, u=upper)
+        self._solver.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
+
+    def solve(self) -> QpResult:
+        assert self._solver is not None, "setup() first"
+        t0 = time.perf_counter()
+        self._solver.solve()
+        dt = time.perf_counter() - t0
+        info = self._solver.info
+        status = _OSQP_STATUS.get(int(info.status_val), QpStatus.FAILED)
+        return QpResult(status, self._solver.solution.x, int(info.iter), dt)

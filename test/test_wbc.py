@@ -1,0 +1,154 @@
+"""Whole-body controller core (humanoid_control.wbc): QP at equilibrium, dynamics residual, failure policy,
+standing and a push in MuJoCo in-process (ground-truth state)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from humanoid_control.robot_config import load_robot_config
+from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+from humanoid_control.wbc.balance import (
+    clamp_to_polygon,
+    convex_hull,
+    offset_polygon,
+    push_impulse_bounds,
+)
+from humanoid_control.wbc.command import CommandGenerator, CommandMode, CommandSettings
+from humanoid_control.wbc.controller import StandingController
+from humanoid_control.wbc.qp import WholeBodyQP
+from humanoid_control.wbc.sim_loop import run_standing, survives_push
+
+CONFIG = load_robot_config("g1")
+PMODEL = load_pinocchio_model(CONFIG)
+
+
+def _standing_state() -> tuple[np.ndarray, np.ndarray]:
+    joints = CONFIG.array("default")
+    q = PMODEL.neutral_q(joints, standing_base_height(CONFIG, PMODEL, joints))
+    return q, np.zeros(PMODEL.model.nv)
+
+
+def test_static_equilibrium_zero_acceleration_and_weight_on_the_soles() -> None:
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    q, v = _standing_state()
+    qp.update_dynamics(q, v)
+    # hold the CoM where it is: zero desired acceleration
+    qp.com.desired_acceleration[:] = 0.0
+    out = qp.solve()
+    assert out.ok
+    weight = qp.dyn.mass * qp.dyn.gravity  # 327 N for the G1
+    total = sum(f.sum(axis=0) for f in out.forces.values())
+    # tolerances: OSQP eps 1e-4 -> accelerations within 1e-3 (m/s^2, rad/s^2), forces within 0.5 N (0.15 %)
+    assert np.abs(out.qdd).max() < 1e-3
+    assert total[2] == pytest.approx(weight, abs=0.5)
+    assert np.abs(total[:2]).max() < 0.5
+    for f in out.forces.values():
+        assert np.all(f[:, 2] > 0.0)  # every corner pushes
+    # the two feet carry about the same load (symmetric pose)
+    assert out.forces["left"][:, 2].sum() == pytest.approx(out.forces["right"][:, 2].sum(), rel=0.05)
+    assert qp.dynamics_residual(out.qdd, out.forces, out.tau) <= 1e-6
+
+
+def test_dynamics_residual_and_limits_at_perturbed_states() -> None:
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    q0, _ = _standing_state()
+    rng = np.random.default_rng(7)
+    effort = qp.torque_limits.tau_max
+    mu = qp.friction["left"].mu
+    for _ in range(20):
+        q = pin.integrate(PMODEL.model, q0, rng.normal(scale=0.02, size=PMODEL.model.nv))
+        v = rng.normal(scale=0.1, size=PMODEL.model.nv)
+        qp.update_dynamics(q, v)
+        qp.com.desired_acceleration[:] = rng.normal(scale=0.3, size=3)
+        out = qp.solve()
+        assert out.ok
+        # ||M qdd + h - S^T tau - J^T f||_inf <= 1e-6 (N, N m)
+        assert qp.dynamics_residual(out.qdd, out.forces, out.tau) <= 1e-6
+        assert np.all(np.abs(out.tau) <= effort + 1e-2)
+        for f in out.forces.values():  # soles are flat: world z is the normal
+            assert np.all(f[:, 2] >= -1e-3)
+            assert np.all(np.abs(f[:, :2]) <= mu * f[:, 2:3] + 1e-2)
+
+
+def test_infeasible_qp_holds_last_command_then_requests_damping() -> None:
+    ctl = StandingController(CONFIG, PMODEL, command=CommandSettings(max_hold_ticks=3))
+    q, v = _standing_state()
+    first = ctl.step(q, v)
+    assert first.mode == CommandMode.TRACK
+    # no joint torque and no ground reaction: the passive robot falls, yet the soles must not accelerate.
+    # (Zero torque alone is feasible: the robot may crumple passively with its feet in friction cones.)
+    ctl.qp.torque_limits.scale = 0.0
+    for friction in ctl.qp.friction.values():
+        friction.f_max = 0.0
+    modes = []
+    for _ in range(5):
+        cmd = ctl.step(q, v)
+        assert ctl.last_output is not None and not ctl.last_output.ok
+        assert ctl.last_output.status.value in ("infeasible", "max_iter")
+        modes.append(cmd.mode)
+        if cmd.mode == CommandMode.HOLD_LAST:
+            np.testing.assert_array_equal(cmd.tau_ff, first.tau_ff)
+            np.testing.assert_array_equal(cmd.q, first.q)
+    assert modes == [CommandMode.HOLD_LAST] * 3 + [CommandMode.DAMPING] * 2
+    counters = ctl.commands.counters
+    assert (counters.solved, counters.failed, counters.longest, counters.damping_requests) == (1, 5, 5, 1)
+    assert np.all(cmd.tau_ff == 0.0) and np.all(cmd.dq == 0.0)
+    # damping latches even when the QP solves again, until reset
+    ctl.qp.torque_limits.scale = 1.0
+    for friction in ctl.qp.friction.values():
+        friction.f_max = 2000.0
+    assert ctl.step(q, v).mode == CommandMode.DAMPING
+    ctl.commands.reset()
+    assert ctl.step(q, v).mode == CommandMode.TRACK
+
+
+def test_failure_without_any_safe_command_requests_damping_at_once() -> None:
+    gen = CommandGenerator(CONFIG)
+    n = CONFIG.num_joints
+    cmd = gen.update(False, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+    assert cmd.mode == CommandMode.DAMPING
+    # a non-finite solution counts as a failure
+    gen.reset()
+    gen.update(True, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+    cmd = gen.update(True, np.zeros(n), np.zeros(n), np.full(n, np.nan), np.zeros(n))
+    assert cmd.mode == CommandMode.HOLD_LAST and gen.counters.failed == 2
+
+
+def test_polygon_helpers() -> None:
+    square = convex_hull(np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]]))
+    assert len(square) == 4
+    np.testing.assert_allclose(clamp_to_polygon(np.array([0.5, 0.5]), square), [0.5, 0.5])
+    np.testing.assert_allclose(clamp_to_polygon(np.array([2.0, 0.5]), square), [1.0, 0.5])
+    np.testing.assert_allclose(clamp_to_polygon(np.array([2.0, 2.0]), square), [1.0, 1.0])
+    shrunk = offset_polygon(square, -0.1)
+    np.testing.assert_allclose(np.sort(shrunk[:, 0]), [0.1, 0.1, 0.9, 0.9])
+
+
+def test_push_bound_from_the_model() -> None:
+    b = push_impulse_bounds(CONFIG, PMODEL, duration=0.1)
+    p = b["params"]
+    assert p["k"] == pytest.approx(1.2, abs=0.01)
+    for side in ("front", "back", "left", "right"):
+        assert b[side]["bound_Ns"] == pytest.approx(p["mass_kg"] * p["omega"] * b[side]["d_m"] * p["k"])
+    # the default pose has the CoM ~3 cm ahead of the ankles; the polygon spans 0.17 m front to back
+    assert b["front"]["d_m"] + b["back"]["d_m"] == pytest.approx(0.17, abs=1e-3)
+    assert b["left"]["bound_Ns"] == pytest.approx(b["right"]["bound_Ns"], rel=0.01)
+
+
+def test_stands_5s_in_mujoco_with_com_within_1cm() -> None:
+    log = run_standing(CONFIG, 5.0)
+    assert not log.fell
+    assert all(log.qp_ok) and set(log.modes) == {"track"}
+    com = np.array(log.com)
+    ref = np.array(log.com_ref)
+    err = np.linalg.norm(com[:, :2] - ref, axis=1)
+    assert err.max() < 0.01
+    assert abs(com[-1, 2] - com[0, 2]) < 0.01
+    assert abs(log.base_height[-1] - log.base_height[0]) < 0.01
+
+
+def test_survives_a_lateral_push_of_half_the_bound() -> None:
+    bound = push_impulse_bounds(CONFIG, PMODEL)["left"]["bound_Ns"]
+    assert survives_push(CONFIG, (0.0, 1.0), 0.5 * bound)
