@@ -363,7 +363,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where}: wbc is malformed ({exc!r})") from None
-    if not 0.0 < wbc_spec.friction or wbc_spec.contact_points != "polygon":
+    if not wbc_spec.friction > 0.0 or wbc_spec.contact_points != "polygon":
         raise ConfigError(f"{where}: wbc.friction must be > 0 and wbc.contact_points 'polygon'")
     return RobotConfig(
         name=str(_require(data, "name", where)),
