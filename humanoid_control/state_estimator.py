@@ -488,7 +488,7 @@ class StateEstimator:
             return False
         x = self.ekf.x
         # slip reference: the IMU's own velocity, pulled towards the filter's with time constant slip_tau,
-        # so a foot sliding for tens of ms does not drag it along as it drags the filter (kinematics weigh more)
+        # so a foot sliding for tens of ms does not drag it along as it drags the filter
         a_world = x.R @ (accel - x.ba) + GRAVITY
         tau = self.ekf.noise.slip_tau
         self.v_ref = self.v_ref + a_world * dt + (x.v - self.v_ref) * min(1.0, dt / tau)
