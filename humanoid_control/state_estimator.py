@@ -426,6 +426,7 @@ class StateEstimator:
         self.forces: list[np.ndarray] = [np.zeros(3) for _ in range(N_FEET)]
         self.slipping = np.zeros(N_FEET, dtype=bool)  # per foot, this tick
         self.slips = np.zeros(N_FEET, dtype=int)  # slip onsets per foot
+        self.slip_ticks = np.zeros(N_FEET, dtype=int)  # updates with the foot slipping
         self.foot_speed = np.zeros(N_FEET)  # sole speed in the odom plane while in stance (m/s)
         self.v_ref = np.zeros(3)  # slip reference velocity of the IMU, odom frame (m/s)
         self.gaps = 0  # IMU outages (> 0.1 s) restarted from
@@ -532,6 +533,7 @@ class StateEstimator:
                 self.foot_speed[i] = float(np.sqrt((v_world**2).sum(axis=1).min()))
                 if self.foot_speed[i] > self.ekf.noise.slip_speed:
                     slipping[i] = True
+                    self.slip_ticks[i] += 1
                     if not self.slipping[i]:
                         self.slips[i] += 1
         self.slipping = slipping

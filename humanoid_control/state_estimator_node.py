@@ -1,16 +1,19 @@
-"""State estimator node (work in progress of the state-estimation issue): IMU + joint states -> ``/odom``.
+"""State estimator node: IMU + joint states -> ``/odom``, contacts, TF.
 
-- subscribes ``/imu/data`` (propagation, every sample) and ``/joint_states`` (leg kinematics and contact
-  detection from the measured joint torques, applied once the IMU has reached the joint state's stamp);
-  it never reads ``/sim/*``;
+- subscribes ``/imu/data`` (propagation, every sample) and ``/joint_states`` (leg kinematics, contact
+  detection from the measured joint torques and slip detection from the joint rates, applied once the IMU
+  has reached the joint state's stamp); it never reads ``/sim/*``;
 - publishes ``/odom`` (nav_msgs/Odometry, ``odom`` -> base body; pose covariance from the filter; twist in
   the base frame), ``/contacts/left`` and ``/contacts/right`` (geometry_msgs/WrenchStamped: estimated ground
-  reaction force, odom-aligned axes; force.z = 0 while the foot is not in contact) and ``/diagnostics``
-  (contact states, innovation norms, dropped messages).
+  reaction force, odom-aligned axes; force.z = 0 while the foot is not in contact), the ``odom`` -> base
+  transform on ``/tf`` where ``tf2_msgs`` is installed, and ``/diagnostics`` (contact and slip states,
+  innovation norms, dropped messages, IMU gaps).
 
-Bad input: an IMU sample with NaN/Inf, or a joint state with missing joints or wrong lengths, is dropped and
-counted; the filter keeps running on the other stream, and its covariance keeps growing while kinematic
-updates are missing.
+Bad input: an IMU sample with NaN/Inf, or a joint state with missing joints, wrong lengths or non-finite
+values, is dropped and counted; the filter keeps running on the other stream. When joint states stop, the
+IMU alone propagates and ``/odom`` keeps coming at the IMU rate with the covariance growing (no kinematic
+update); when the IMU stops, each joint state publishes the last estimate with the covariance grown for
+the time without IMU (unknown acceleration).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -27,7 +30,7 @@ from sensor_msgs.msg import Imu, JointState
 
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
-from humanoid_control.state_estimator import EstimatorNoise, StateEstimator
+from humanoid_control.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
 
 
 def _rot_to_quat_wxyz(r: np.ndarray) -> np.ndarray:
@@ -44,7 +47,17 @@ class StateEstimatorNode(Node):
         super().__init__("state_estimator")
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
         flat = declare(
-            self, "flat_ground_std", 0.0, "flat-ground prior on contact feet (m std); 0 = off", 0.0, 1.0
+            self,
+            "flat_ground_std",
+            0.01,
+            "flat-ground prior: feet in contact are at z = 0 in odom, this std (m); 0 = off (height drifts); "
+            "set 0 off flat floors",
+            0.0,
+            1.0,
+        )
+        self.publish_tf = declare(self, "publish_tf", True, "publish odom -> base on /tf (needs tf2_msgs)")
+        self.stale_after = declare(
+            self, "stale_after_s", 0.05, "a stream older than this (s) counts as stopped", 0.001, 10.0
         )
         noise = EstimatorNoise(
             gyro=declare(self, "gyro_noise", 0.002, "gyro white noise (rad/s/sqrt(Hz))", 0.0, 1.0),
@@ -54,6 +67,14 @@ class StateEstimatorNode(Node):
                 self, "accel_bias_walk", 1e-3, "accelerometer bias walk (m/s^2/sqrt(s))", 0.0, 1.0
             ),
             kinematics=declare(self, "kinematics_noise", 0.003, "leg kinematics std (m)", 1e-5, 1.0),
+            slip_speed=declare(
+                self,
+                "slip_speed",
+                0.25,
+                "a stance sole sliding faster than this is slipping (m/s)",
+                0.01,
+                10.0,
+            ),
             ground_height=flat if flat > 0 else None,
         )
         self.config = load_robot_config(robot)
@@ -65,14 +86,26 @@ class StateEstimatorNode(Node):
         self._imu_t: float | None = None
         self._imu_quat = np.array([1.0, 0.0, 0.0, 0.0])
         self._gyro = np.zeros(3)
-        self._pending: tuple[float, np.ndarray, np.ndarray, Any] | None = None
+        self._pending: tuple[float, np.ndarray, np.ndarray, np.ndarray | None, Any] | None = None
         self._last_diag = -1e9
+        self._joints_t: float | None = None  # stamp of the last kinematic update (s)
+        self.imu_stale_odom = 0  # /odom published from joint states alone (IMU stopped)
+        self.imu_only_odom = 0  # /odom published from the IMU alone (joint states stopped)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_odom = self.create_publisher(Odometry, "/odom", reliable)
         self.pub_contacts = [
             self.create_publisher(WrenchStamped, f"/contacts/{side}", reliable) for side in self.est.kin.sides
         ]
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_tf = None
+        if self.publish_tf:
+            try:
+                from tf2_msgs.msg import TFMessage
+            except ImportError:
+                self.get_logger().info("tf2_msgs is not installed: no /tf (odom -> base) from this node")
+            else:
+                self._tf_type = TFMessage
+                self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
         # deep queues: every IMU sample must be integrated, also when this node briefly falls behind
         deep = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
@@ -97,6 +130,10 @@ class StateEstimatorNode(Node):
         if self._pending is not None and self._pending[0] <= t + 1e-9:
             self._correct(*self._pending)
             self._pending = None
+        elif self.est.initialized and (self._joints_t is None or t - self._joints_t > self.stale_after):
+            # joint states stopped: the IMU alone carries the estimate on, its covariance growing
+            self.imu_only_odom += 1
+            self._publish(t, msg.header.stamp, self.est.estimate(t, gyro))
 
     def _on_joints(self, msg: JointState) -> None:
         names = list(msg.name)
@@ -110,8 +147,14 @@ class StateEstimatorNode(Node):
             self.joints_dropped += 1
             return
         q, tau = np.asarray(msg.position)[order], np.asarray(msg.effort)[order]
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))):
+        dq = np.asarray(msg.velocity)[order] if len(msg.velocity) == len(names) else None
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))) or (
+            dq is not None and not np.all(np.isfinite(dq))
+        ):
             self.joints_dropped += 1
+            self.get_logger().warning(
+                "dropped /joint_states with non-finite values", throttle_duration_sec=1.0
+            )
             return
         t = from_time_msg(msg.header.stamp)
         if not self.est.initialized:
@@ -119,14 +162,27 @@ class StateEstimatorNode(Node):
                 return
             self.est.initialize(self._imu_t, self._imu_quat, q)
         if self._imu_t is not None and self._imu_t >= t - 1e-9:
-            self._correct(t, q, tau, msg.header.stamp)
+            self._correct(t, q, tau, dq, msg.header.stamp)
+        elif self._imu_t is not None and t - self._imu_t > self.stale_after:
+            # the IMU stopped: no propagation, so no correction either; the last estimate goes out with its
+            # covariance grown for the time without IMU (unknown acceleration, about 1 m/s^2)
+            self.imu_stale_odom += 1
+            self._pending = None
+            e = self.est.estimate(t, self._gyro)
+            gap = t - self._imu_t
+            e.covariance[:3, :3] += np.eye(3) * 0.25 * gap**4
+            e.covariance[3:, 3:] += np.eye(3) * (self.est.ekf.noise.gyro**2) * gap
+            self._publish(t, msg.header.stamp, e)
         else:
-            self._pending = (t, q, tau, msg.header.stamp)
+            self._pending = (t, q, tau, dq, msg.header.stamp)
 
-    def _correct(self, t: float, q: np.ndarray, tau: np.ndarray, stamp: Any) -> None:
-        self.est.correct(q, tau)
+    def _correct(self, t: float, q: np.ndarray, tau: np.ndarray, dq: np.ndarray | None, stamp: Any) -> None:
+        self.est.correct(q, tau, dq, self._gyro)
         self.updates += 1
-        e = self.est.estimate(t, self._gyro)
+        self._joints_t = t
+        self._publish(t, stamp, self.est.estimate(t, self._gyro))
+
+    def _publish(self, t: float, stamp: Any, e: BaseEstimate) -> None:
         odom = Odometry()
         odom.header.stamp = stamp
         odom.header.frame_id = "odom"
@@ -140,6 +196,14 @@ class StateEstimatorNode(Node):
         lin.x, lin.y, lin.z = e.linear_velocity.tolist()
         ang.x, ang.y, ang.z = e.angular_velocity.tolist()
         self.pub_odom.publish(odom)
+        if self.pub_tf is not None:
+            tf = TransformStamped()
+            tf.header = odom.header
+            tf.child_frame_id = odom.child_frame_id
+            tr = tf.transform.translation
+            tr.x, tr.y, tr.z = p.x, p.y, p.z
+            tf.transform.rotation = o
+            self.pub_tf.publish(self._tf_type(transforms=[tf]))
         for i, pub in enumerate(self.pub_contacts):
             w = WrenchStamped()
             w.header.stamp = stamp
@@ -163,6 +227,14 @@ class StateEstimatorNode(Node):
             "imu_dropped": self.imu_dropped,
             "imu_gaps": self.est.gaps,
             "joint_states_dropped": self.joints_dropped,
+            "odom_without_imu": self.imu_stale_odom,
+            "odom_without_joint_states": self.imu_only_odom,
+            "slipping_left": bool(self.est.slipping[0]),
+            "slipping_right": bool(self.est.slipping[1]),
+            "slips_left": int(self.est.slips[0]),
+            "slips_right": int(self.est.slips[1]),
+            "slip_ticks_left": int(self.est.slip_ticks[0]),
+            "slip_ticks_right": int(self.est.slip_ticks[1]),
             "gyro_bias": " ".join(f"{v:.4f}" for v in self.est.ekf.x.bg),
         }
         status = DiagnosticStatus(name="state_estimator", hardware_id=self.config.name)
