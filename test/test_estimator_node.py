@@ -6,6 +6,7 @@ with a growing covariance.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def _standing_log() -> Any:
 def _grows(series: np.ndarray) -> bool:
     """Increasing from window to window (a component may dip for a few samples through correlations)."""
     means = [float(np.mean(w)) for w in np.array_split(series, 5)]
-    return all(b > a for a, b in zip(means, means[1:], strict=False))
+    return all(b > a for a, b in itertools.pairwise(means))
 
 
 def test_bad_input_is_dropped_and_counted_and_covariance_grows_without_data(tmp_path: Path) -> None:
