@@ -359,6 +359,66 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
     return result
 
 
+def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
+    """Estimator update time per tick (IMU propagation + leg kinematics, contacts, slip + estimate), in
+    process, over a recorded walk of the G1 (holosoma fastsac, MEMS IMU noise, in-process MuJoCo)."""
+    import time
+
+    import numpy as np
+
+    from humanoid_bringup.estimator_eval import ESTIMATOR_SCRIPT
+    from humanoid_control.hardware.mujoco_sim import ImuNoise
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.state_estimator import EstimatorNoise, StateEstimator
+    from humanoid_policy.inprocess import run_in_process
+    from humanoid_policy.manifest import load_policy
+
+    config = load_robot_config("g1")
+    script, left = [], seconds
+    for name, duration, cmd in ESTIMATOR_SCRIPT:  # the evaluation's script, cut to ``seconds``
+        if left <= 0:
+            break
+        script.append((name, min(duration, left), cmd))
+        left -= duration
+    noise = ImuNoise(
+        gyro_noise_std=0.004,
+        gyro_bias_std=0.005,
+        gyro_bias_walk=1e-4,
+        accel_noise_std=0.03,
+        accel_bias_std=0.05,
+        accel_bias_walk=1e-3,
+        seed=seed,
+    )
+    log = run_in_process(
+        load_policy("holosoma/g1_fastsac", config), config, script, imu_noise=noise, record_sensors=True
+    )
+    est = StateEstimator(config, EstimatorNoise(ground_height=0.01))
+    n = len(log.t)
+    predict_us, correct_us, tick_us = np.zeros(n), np.zeros(n), np.zeros(n)
+    clock = time.perf_counter
+    for k in range(n):
+        t0 = clock()
+        if k == 0:
+            est.initialize(log.t[0], log.imu_quat[0], log.joint_q[0])
+        else:
+            est.predict(log.t[k], log.imu_gyro[k], log.imu_accel[k])
+        t1 = clock()
+        est.correct(log.joint_q[k], log.joint_tau[k], log.joint_dq[k], log.imu_gyro[k])
+        est.estimate(log.t[k], log.imu_gyro[k])
+        t2 = clock()
+        predict_us[k], correct_us[k], tick_us[k] = (t1 - t0) * 1e6, (t2 - t1) * 1e6, (t2 - t0) * 1e6
+    tick_us, predict_us, correct_us = tick_us[1:], predict_us[1:], correct_us[1:]
+    return {
+        "benchmark": "estimator",
+        "ticks": int(tick_us.size),
+        "update_us_median": float(np.median(tick_us)),
+        "update_us_p99": float(np.percentile(tick_us, 99)),
+        "predict_us_median": float(np.median(predict_us)),
+        "correct_us_median": float(np.median(correct_us)),
+        "goal_update_us_median": 100.0,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print its JSON object as the last line of stdout."""
     parser = argparse.ArgumentParser(
@@ -376,8 +436,13 @@ def main(argv: list[str] | None = None) -> int:
     wbc = sub.add_parser("wbc", help="whole-body controller QP tick time (and TSID's, if installed)")
     wbc.add_argument("--states", type=int, default=1000, help="perturbed standing states timed")
     wbc.add_argument("--seed", type=int, default=0, help="random seed of the perturbations")
+    est = sub.add_parser("estimator", help="state estimator update time per tick (median, p99)")
+    est.add_argument("--seconds", type=float, default=20.0, help="simulated seconds of recorded walking")
+    est.add_argument("--seed", type=int, default=1, help="IMU noise seed")
     args = parser.parse_args(argv)
-    if args.benchmark == "wbc":
+    if args.benchmark == "estimator":
+        result = bench_estimator(args.seconds, args.seed)
+    elif args.benchmark == "wbc":
         result = bench_wbc(args.states, args.seed)
     elif args.benchmark == "driver":
         result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)

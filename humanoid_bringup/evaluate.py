@@ -371,26 +371,46 @@ def main(argv: list[str] | None = None) -> int:
     loco.add_argument("--settle", type=float, default=1.0, help="seconds skipped at each segment start")
     loco.add_argument("--short", action="store_true", help="a 10 s script (stand, forward, turn, stop)")
     est = sub.add_parser(
-        "estimator", help="60 s of walking with a noisy IMU; /odom and contacts vs ground truth"
+        "estimator",
+        help="60 s standing, 60 s walking with a noisy IMU, then walking over a low-friction patch; "
+        "/odom and contacts vs ground truth",
     )
     est.add_argument("--policy", default="holosoma/g1_fastsac")
     est.add_argument("--imu-noise", default="mems", choices=["none", "mems"])
     est.add_argument("--out", default="results/eval")
-    est.add_argument("--flat-ground-std", type=float, default=0.0, help="flat-ground prior (m); 0 = off")
+    est.add_argument("--flat-ground-std", type=float, default=0.01, help="flat-ground prior (m); 0 = off")
+    est.add_argument("--stand", type=float, default=60.0, help="standing time before the walk (s)")
+    est.add_argument(
+        "--friction-patch",
+        default=None,
+        help="'x_min,x_max,y_min,y_max,friction' of the second run's patch, or none (default: "
+        "the documented patch on the script's turn)",
+    )
     args = parser.parse_args(argv)
-    if args.evaluation == "estimator":
-        from humanoid_bringup.estimator_eval import run_estimator_eval
+    from humanoid_control.robot_config import ConfigError, load_robot_config
 
+    if args.evaluation == "estimator":
+        from humanoid_bringup.estimator_eval import DEFAULT_PATCH, run_estimator_eval
+        from humanoid_control.robot_model import FrictionPatch
+
+        patch = DEFAULT_PATCH if args.friction_patch is None else args.friction_patch
+        try:
+            if FrictionPatch.parse(patch) is None:
+                patch = None
+        except ConfigError as exc:
+            print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+            return 2
         res = run_estimator_eval(
             Path(args.out) / "estimator",
             policy=args.policy,
             imu_noise=args.imu_noise,
             flat_ground_std=args.flat_ground_std,
+            stand_s=args.stand,
+            friction_patch=patch,
             log=lambda m: print(m, file=sys.stderr),
         )
         print(json.dumps(res), flush=True)
         return 0
-    from humanoid_control.robot_config import ConfigError, load_robot_config
     from humanoid_policy.manifest import ManifestError, load_policy
 
     try:

@@ -33,6 +33,7 @@ and the kinematic measurement Jacobian: ``d y_i = [y_i]x dtheta - R^T dp + R^T d
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,20 +42,35 @@ GRAVITY = np.array([0.0, 0.0, -9.81])
 N_FEET = 2
 DIM = 21
 TH, V, P, F0, BG, BA = 0, 3, 6, 9, 15, 18
+_EYE_DIM = np.eye(DIM)
+_DIAG = np.diag_indices(DIM)
+
+
+_I3 = np.eye(3)
 
 
 def skew(w: np.ndarray) -> np.ndarray:
     """Cross-product matrix: ``skew(a) @ b == a x b``."""
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+    x, y, z = float(w[0]), float(w[1]), float(w[2])
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` of two 3-vectors (numpy's general ``cross`` costs ~10x more per call)."""
+    a0, a1, a2 = float(a[0]), float(a[1]), float(a[2])
+    b0, b1, b2 = float(b[0]), float(b[1]), float(b[2])
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
 
 
 def so3_exp(w: np.ndarray) -> np.ndarray:
     """Rotation matrix of the rotation vector ``w`` (rad)."""
-    angle = float(np.linalg.norm(w))
+    x, y, z = float(w[0]), float(w[1]), float(w[2])
+    angle = math.sqrt(x * x + y * y + z * z)
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
     if angle < 1e-10:
-        return np.eye(3) + skew(w)
-    k = skew(w / angle)
-    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+        return _I3 + k
+    k /= angle
+    return _I3 + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
 
 
 def so3_log(r: np.ndarray) -> np.ndarray:
@@ -123,13 +139,17 @@ class FilterState:
     def boxplus(self, dx: np.ndarray) -> FilterState:
         """The state perturbed by an error-state vector ``dx`` (21)."""
         out = self.copy()
-        out.R = self.R @ so3_exp(dx[TH : TH + 3])
-        out.v = self.v + dx[V : V + 3]
-        out.p = self.p + dx[P : P + 3]
-        out.feet = self.feet + dx[F0 : F0 + 3 * N_FEET].reshape(N_FEET, 3)
-        out.bg = self.bg + dx[BG : BG + 3]
-        out.ba = self.ba + dx[BA : BA + 3]
+        out.apply(dx)
         return out
+
+    def apply(self, dx: np.ndarray) -> None:
+        """Perturb this state in place by ``dx`` (21); the covariance is left as it is."""
+        self.R = self.R @ so3_exp(dx[TH : TH + 3])
+        self.v = self.v + dx[V : V + 3]
+        self.p = self.p + dx[P : P + 3]
+        self.feet = self.feet + dx[F0 : F0 + 3 * N_FEET].reshape(N_FEET, 3)
+        self.bg = self.bg + dx[BG : BG + 3]
+        self.ba = self.ba + dx[BA : BA + 3]
 
     def boxminus(self, other: FilterState) -> np.ndarray:
         """Error-state vector ``dx`` with ``other.boxplus(dx) == self``."""
@@ -143,9 +163,14 @@ class FilterState:
         return dx
 
 
-def propagate_mean(x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float) -> FilterState:
-    """Integrate the IMU over ``dt`` (s): the mean only (first order, zero-order hold on the measurements)."""
-    out = x.copy()
+def propagate_mean(
+    x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float, out: FilterState | None = None
+) -> FilterState:
+    """Integrate the IMU over ``dt`` (s): the mean only (first order, zero-order hold on the measurements).
+
+    Into ``out`` (may be ``x`` itself), else a copy of ``x``.
+    """
+    out = x.copy() if out is None else out
     w = gyro - x.bg
     a_world = x.R @ (accel - x.ba) + GRAVITY
     out.p = x.p + x.v * dt + 0.5 * a_world * dt * dt
@@ -158,14 +183,15 @@ def transition_matrix(x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: f
     """Discrete error-state transition ``F`` (21 x 21) of :func:`propagate_mean` at ``x``."""
     w = gyro - x.bg
     a = accel - x.ba
-    f = np.eye(DIM)
+    f = _EYE_DIM.copy()
+    r_a = x.R @ skew(a)
     f[TH : TH + 3, TH : TH + 3] = so3_exp(-w * dt)
-    f[TH : TH + 3, BG : BG + 3] = -np.eye(3) * dt
-    f[V : V + 3, TH : TH + 3] = -x.R @ skew(a) * dt
-    f[V : V + 3, BA : BA + 3] = -x.R * dt
-    f[P : P + 3, V : V + 3] = np.eye(3) * dt
-    f[P : P + 3, TH : TH + 3] = -0.5 * x.R @ skew(a) * dt * dt
-    f[P : P + 3, BA : BA + 3] = -0.5 * x.R * dt * dt
+    f[TH : TH + 3, BG : BG + 3] = -_I3 * dt
+    f[V : V + 3, TH : TH + 3] = -dt * r_a
+    f[V : V + 3, BA : BA + 3] = -dt * x.R
+    f[P : P + 3, V : V + 3] = _I3 * dt
+    f[P : P + 3, TH : TH + 3] = (-0.5 * dt * dt) * r_a
+    f[P : P + 3, BA : BA + 3] = (-0.5 * dt * dt) * x.R
     return f
 
 
@@ -205,12 +231,11 @@ class ContactEKF:
             q[F0 + 3 * i : F0 + 3 * i + 3] = walk**2
         q[BG : BG + 3] = n.gyro_bias_walk**2
         q[BA : BA + 3] = n.accel_bias_walk**2
-        g = np.eye(DIM)
-        g[V : V + 3, V : V + 3] = self.x.R  # accel noise enters rotated into the world frame
-        qd = g @ np.diag(q * dt) @ g.T
-        self.x = propagate_mean(self.x, gyro, accel, dt)
-        self.x.P = f @ self.x.P @ f.T + qd
-        self.x.P = 0.5 * (self.x.P + self.x.P.T)
+        # the accelerometer noise enters rotated into the world frame: R (s^2 I) R^T = s^2 I, still diagonal
+        propagate_mean(self.x, gyro, accel, dt, out=self.x)
+        p = f @ self.x.P @ f.T
+        p[_DIAG] += q * dt
+        self.x.P = 0.5 * (p + p.T)
 
     def set_contact(self, contact: np.ndarray, foot_body: list[np.ndarray]) -> None:
         """New contact flags; a foot touching down gets its position reset from kinematics (``foot_body``)."""
@@ -237,23 +262,34 @@ class ContactEKF:
         if not rows:
             self.last_innovation = innovation
             return innovation
-        h = np.vstack([kinematic_jacobian(self.x, i) for i in rows])
-        r = np.concatenate([foot_body[i] - kinematic_prediction(self.x, i) for i in rows])
-        variances = [self.noise.kinematics**2] * len(r)
-        if self.noise.ground_height is not None:  # flat ground: contact feet at z = 0
-            for i in rows:
-                row = np.zeros((1, DIM))
-                row[0, F0 + 3 * i + 2] = 1.0
-                h = np.vstack([h, row])
-                r = np.append(r, -self.x.feet[i][2])
-                variances.append(self.noise.ground_height**2)
-        noise = np.diag(variances)
-        s = h @ self.x.P @ h.T + noise
-        k = np.linalg.solve(s, h @ self.x.P).T
+        x = self.x
+        flat = self.noise.ground_height is not None  # flat ground: contact feet at z = 0
+        m = 3 * len(rows) + (len(rows) if flat else 0)
+        h = np.zeros((m, DIM))
+        r = np.empty(m)
+        variances = np.full(m, self.noise.kinematics**2)
+        rt = x.R.T
+        for j, i in enumerate(rows):  # d y_i = [y_i]x dtheta - R^T dp + R^T df_i (module docstring)
+            y = rt @ (x.feet[i] - x.p)
+            s = 3 * j
+            h[s : s + 3, TH : TH + 3] = skew(y)
+            h[s : s + 3, P : P + 3] = -rt
+            h[s : s + 3, F0 + 3 * i : F0 + 3 * i + 3] = rt
+            r[s : s + 3] = foot_body[i] - y
+        if flat:
+            for j, i in enumerate(rows):
+                s = 3 * len(rows) + j
+                h[s, F0 + 3 * i + 2] = 1.0
+                r[s] = -x.feet[i][2]
+                variances[s] = self.noise.ground_height**2  # type: ignore[operator]
+        hp = h @ x.P
+        s_mat = hp @ h.T
+        s_mat[np.diag_indices(m)] += variances
+        k = np.linalg.solve(s_mat, hp).T
         dx = k @ r
-        p_new = (np.eye(DIM) - k @ h) @ self.x.P
-        self.x = self.x.boxplus(dx)
-        self.x.P = 0.5 * (p_new + p_new.T)
+        p_new = x.P - k @ hp
+        x.apply(dx)
+        x.P = 0.5 * (p_new + p_new.T)
         for j, i in enumerate(rows):  # the kinematic part of the innovation
             innovation[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
         self.last_innovation = innovation
@@ -298,6 +334,11 @@ class LegKinematics:
         ]
         self._jac: list[np.ndarray] = []
         self.base_frame_id = self.model.getFrameId(config.base_body)  # type: ignore[attr-defined]
+        self._leg_cols = [self.leg_v[side] for side in self.pm.sole_frame_ids]
+        # the IMU is usually on the base body: then the base pose in the IMU frame is a constant
+        imu_joint = self.model.frames[self.pm.imu_frame_id].parentJoint
+        self._base_fixed_to_imu = imu_joint == self.model.frames[self.base_frame_id].parentJoint
+        self._base_in_imu: tuple[np.ndarray, np.ndarray] | None = None
 
     def set_state(
         self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None, joint_dq: np.ndarray | None = None
@@ -337,23 +378,29 @@ class LegKinematics:
         """Per sole: its origin and the corners of its polygon, positions and velocities relative to the IMU
         frame, in the IMU frame (m, m/s): two ``(N + 1, 3)`` arrays (after :meth:`set_state` with rates)."""
         imu = self.data.oMf[self.pm.imu_frame_id]
+        r_wi, p_wi = imu.rotation, imu.translation
         out = []
-        for fid, corners, (v_lin, v_ang) in zip(
-            self.pm.sole_frame_ids.values(), self.corners, self.feet_motion_in_imu(), strict=True
-        ):
-            sole = imu.actInv(self.data.oMf[fid])
-            offsets = corners @ sole.rotation.T  # sole frame -> IMU frame
-            pos = sole.translation + offsets
-            vel = v_lin + np.cross(v_ang, offsets)
+        for fid, corners, jac in zip(self.pm.sole_frame_ids.values(), self.corners, self._jac, strict=True):
+            sole = self.data.oMf[fid]
+            r_is = r_wi.T @ sole.rotation
+            twist = r_wi.T @ (jac @ self.v).reshape(2, 3).T  # columns: linear, angular (IMU frame)
+            offsets = corners @ r_is.T  # sole frame -> IMU frame
+            pos = r_wi.T @ (sole.translation - p_wi) + offsets
+            vel = twist[:, 0] + offsets @ skew(twist[:, 1]).T  # v + w x r for each row r
             out.append((pos, vel))
         return out
 
     def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
         """(rotation, translation) of the base frame in the IMU frame."""
+        if self._base_in_imu is not None:
+            return self._base_in_imu
         imu = self.data.oMf[self.pm.imu_frame_id]
         base = self.data.oMf[self.base_frame_id]
         rel = imu.actInv(base)
-        return rel.rotation.copy(), rel.translation.copy()
+        out = (rel.rotation.copy(), rel.translation.copy())
+        if self._base_fixed_to_imu:
+            self._base_in_imu = out
+        return out
 
     def foot_forces(self, joint_tau: np.ndarray) -> list[np.ndarray]:
         """Ground reaction force on each foot, world-aligned axes (N), from measured joint torques (N m)."""
@@ -361,14 +408,13 @@ class LegKinematics:
         g = pin.computeGeneralizedGravity(self.model, self.data, self.q)
         tau = np.zeros(self.model.nv)
         tau[self.pm.joint_v_idx] = joint_tau
-        out = []
-        for side, jac in zip(self.pm.sole_frame_ids, self._jac, strict=True):
-            cols = self.leg_v[side]
-            jl = jac[:, cols]  # 6 x 6 for a 6-joint leg
-            rhs = g[cols] - tau[cols]
-            wrench = np.linalg.lstsq(jl.T, rhs, rcond=None)[0]
-            out.append(wrench[:3])
-        return out
+        a = np.stack([jac[:, cols].T for jac, cols in zip(self._jac, self._leg_cols, strict=True)])  # J^T
+        b = np.stack([g[cols] - tau[cols] for cols in self._leg_cols])
+        try:
+            wrenches = np.linalg.solve(a, b[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # a singular leg (knee straight): least squares
+            wrenches = np.array([np.linalg.lstsq(ai, bi, rcond=None)[0] for ai, bi in zip(a, b, strict=True)])
+        return [w[:3].copy() for w in wrenches]
 
 
 class ContactDetector:
@@ -517,19 +563,20 @@ class StateEstimator:
         """
         x = self.ekf.x
         self.kin.set_state(joint_q, x.R, joint_dq)
-        feet = self.kin.feet_in_imu()
+        points = self.kin.sole_points_in_imu() if joint_dq is not None else None
+        feet = [p[0] for p, _ in points] if points is not None else self.kin.feet_in_imu()
         self.forces = self.kin.foot_forces(joint_tau)
         contact = self.detector.update(np.array([f[2] for f in self.forces]))
         slipping = np.zeros(N_FEET, dtype=bool)
-        if joint_dq is not None and gyro is not None:
+        if points is not None and gyro is not None:
             w = gyro - x.bg
-            for i, (pos, vel) in enumerate(self.kin.sole_points_in_imu()):
+            for i, (pos, vel) in enumerate(points):
                 if not (contact[i] and self.ekf.contact[i]):  # stance since the last tick
                     self.foot_speed[i] = 0.0
                     continue
                 # odom-frame velocity of each point; a foot rolling on its heel or toes keeps that edge still,
                 # so the slowest point measures sliding
-                v_world = (self.v_ref + (np.cross(w, pos) + vel) @ x.R.T)[:, :2]
+                v_world = (self.v_ref + (pos @ skew(w).T + vel) @ x.R.T)[:, :2]
                 self.foot_speed[i] = float(np.sqrt((v_world**2).sum(axis=1).min()))
                 if self.foot_speed[i] > self.ekf.noise.slip_speed:
                     slipping[i] = True
@@ -549,7 +596,7 @@ class StateEstimator:
         w = gyro - x.bg
         rot = x.R @ r_bi
         pos = x.p + x.R @ t_bi
-        v_world = x.v + x.R @ np.cross(w, t_bi)
+        v_world = x.v + x.R @ cross(w, t_bi)
         cov = np.zeros((6, 6))
         cov[:3, :3] = x.P[P : P + 3, P : P + 3]
         cov[3:, 3:] = x.R @ x.P[TH : TH + 3, TH : TH + 3] @ x.R.T

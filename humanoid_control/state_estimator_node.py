@@ -91,6 +91,7 @@ class StateEstimatorNode(Node):
         self._joints_t: float | None = None  # stamp of the last kinematic update (s)
         self.imu_stale_odom = 0  # /odom published from joint states alone (IMU stopped)
         self.imu_only_odom = 0  # /odom published from the IMU alone (joint states stopped)
+        self._slip_ticks_reported = np.zeros(2, dtype=int)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_odom = self.create_publisher(Odometry, "/odom", reliable)
         self.pub_contacts = [
@@ -106,8 +107,8 @@ class StateEstimatorNode(Node):
             else:
                 self._tf_type = TFMessage
                 self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
-        # deep queues: every IMU sample must be integrated, also when this node briefly falls behind
-        deep = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+        # deep queues (4 s at 500 Hz): every IMU sample must be integrated, also when this node falls behind
+        deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
         self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
 
@@ -239,6 +240,13 @@ class StateEstimatorNode(Node):
         }
         status = DiagnosticStatus(name="state_estimator", hardware_id=self.config.name)
         status.level, status.message = DiagnosticStatus.OK, "running"
+        new_slips = self.est.slip_ticks - self._slip_ticks_reported
+        self._slip_ticks_reported = self.est.slip_ticks.copy()
+        if new_slips.any():
+            status.level = DiagnosticStatus.WARN
+            status.message = "foot slip: " + ", ".join(
+                f"{side} {n} ticks" for side, n in zip(("left", "right"), new_slips, strict=True) if n
+            )
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = stamp
