@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import lapack
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 N_FEET = 2
@@ -71,6 +72,17 @@ def so3_exp(w: np.ndarray) -> np.ndarray:
         return _I3 + k
     k /= angle
     return _I3 + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+
+
+def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a^-1 b`` for a small square ``a``; least squares if ``a`` is singular.
+
+    LAPACK ``gesv`` directly: a few us, where ``numpy.linalg.solve`` costs 10 or more on these sizes.
+    """
+    _, _, x, info = lapack.dgesv(a, b)
+    if info != 0:
+        return np.linalg.lstsq(a, b, rcond=None)[0]
+    return x
 
 
 def so3_log(r: np.ndarray) -> np.ndarray:
@@ -164,7 +176,12 @@ class FilterState:
 
 
 def propagate_mean(
-    x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float, out: FilterState | None = None
+    x: FilterState,
+    gyro: np.ndarray,
+    accel: np.ndarray,
+    dt: float,
+    out: FilterState | None = None,
+    exp_w_dt: np.ndarray | None = None,
 ) -> FilterState:
     """Integrate the IMU over ``dt`` (s): the mean only (first order, zero-order hold on the measurements).
 
@@ -175,17 +192,22 @@ def propagate_mean(
     a_world = x.R @ (accel - x.ba) + GRAVITY
     out.p = x.p + x.v * dt + 0.5 * a_world * dt * dt
     out.v = x.v + a_world * dt
-    out.R = x.R @ so3_exp(w * dt)
+    out.R = x.R @ (so3_exp(w * dt) if exp_w_dt is None else exp_w_dt)
     return out
 
 
-def transition_matrix(x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float) -> np.ndarray:
-    """Discrete error-state transition ``F`` (21 x 21) of :func:`propagate_mean` at ``x``."""
+def transition_matrix(
+    x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float, exp_w_dt: np.ndarray | None = None
+) -> np.ndarray:
+    """Discrete error-state transition ``F`` (21 x 21) of :func:`propagate_mean` at ``x``.
+
+    ``exp_w_dt``: ``so3_exp((gyro - bg) dt)`` if already computed.
+    """
     w = gyro - x.bg
     a = accel - x.ba
     f = _EYE_DIM.copy()
     r_a = x.R @ skew(a)
-    f[TH : TH + 3, TH : TH + 3] = so3_exp(-w * dt)
+    f[TH : TH + 3, TH : TH + 3] = (so3_exp(w * dt) if exp_w_dt is None else exp_w_dt).T  # Exp(-w dt)
     f[TH : TH + 3, BG : BG + 3] = -_I3 * dt
     f[V : V + 3, TH : TH + 3] = -dt * r_a
     f[V : V + 3, BA : BA + 3] = -dt * x.R
@@ -218,21 +240,27 @@ class ContactEKF:
         self.x = state or FilterState()
         self.contact = np.zeros(N_FEET, dtype=bool)
         self.last_innovation = np.zeros(3 * N_FEET)
+        self._q_cache: dict[tuple[bool, bool], np.ndarray] = {}  # noise is fixed after construction
 
     def propagate(self, gyro: np.ndarray, accel: np.ndarray, dt: float) -> None:
         """IMU step: gyro (rad/s) and specific force (m/s^2) in the IMU frame, held over ``dt`` (s)."""
         n = self.noise
-        f = transition_matrix(self.x, gyro, accel, dt)
-        q = np.zeros(DIM)
-        q[TH : TH + 3] = n.gyro**2
-        q[V : V + 3] = n.accel**2
-        for i in range(N_FEET):
-            walk = n.foot_contact if self.contact[i] else n.foot_swing
-            q[F0 + 3 * i : F0 + 3 * i + 3] = walk**2
-        q[BG : BG + 3] = n.gyro_bias_walk**2
-        q[BA : BA + 3] = n.accel_bias_walk**2
+        exp_w_dt = so3_exp((gyro - self.x.bg) * dt)
+        f = transition_matrix(self.x, gyro, accel, dt, exp_w_dt)
+        key = (bool(self.contact[0]), bool(self.contact[1]))
+        q = self._q_cache.get(key)
+        if q is None:  # process noise densities, by contact state
+            q = np.zeros(DIM)
+            q[TH : TH + 3] = n.gyro**2
+            q[V : V + 3] = n.accel**2
+            for i in range(N_FEET):
+                walk = n.foot_contact if key[i] else n.foot_swing
+                q[F0 + 3 * i : F0 + 3 * i + 3] = walk**2
+            q[BG : BG + 3] = n.gyro_bias_walk**2
+            q[BA : BA + 3] = n.accel_bias_walk**2
+            self._q_cache[key] = q
         # the accelerometer noise enters rotated into the world frame: R (s^2 I) R^T = s^2 I, still diagonal
-        propagate_mean(self.x, gyro, accel, dt, out=self.x)
+        propagate_mean(self.x, gyro, accel, dt, out=self.x, exp_w_dt=exp_w_dt)
         p = f @ self.x.P @ f.T
         p[_DIAG] += q * dt
         self.x.P = 0.5 * (p + p.T)
@@ -285,7 +313,7 @@ class ContactEKF:
         hp = h @ x.P
         s_mat = hp @ h.T
         s_mat[np.diag_indices(m)] += variances
-        k = np.linalg.solve(s_mat, hp).T
+        k = solve(s_mat, hp).T
         dx = k @ r
         p_new = x.P - k @ hp
         x.apply(dx)
@@ -378,15 +406,14 @@ class LegKinematics:
         """Per sole: its origin and the corners of its polygon, positions and velocities relative to the IMU
         frame, in the IMU frame (m, m/s): two ``(N + 1, 3)`` arrays (after :meth:`set_state` with rates)."""
         imu = self.data.oMf[self.pm.imu_frame_id]
-        r_wi, p_wi = imu.rotation, imu.translation
+        r_iw, p_wi = imu.rotation.T, imu.translation
+        twists = (np.vstack(self._jac) @ self.v).reshape(-1, 3) @ r_iw.T  # rows: lin, ang per foot (IMU)
         out = []
-        for fid, corners, jac in zip(self.pm.sole_frame_ids.values(), self.corners, self._jac, strict=True):
+        for k, (fid, corners) in enumerate(zip(self.pm.sole_frame_ids.values(), self.corners, strict=True)):
             sole = self.data.oMf[fid]
-            r_is = r_wi.T @ sole.rotation
-            twist = r_wi.T @ (jac @ self.v).reshape(2, 3).T  # columns: linear, angular (IMU frame)
-            offsets = corners @ r_is.T  # sole frame -> IMU frame
-            pos = r_wi.T @ (sole.translation - p_wi) + offsets
-            vel = twist[:, 0] + offsets @ skew(twist[:, 1]).T  # v + w x r for each row r
+            offsets = corners @ (r_iw @ sole.rotation).T  # sole frame -> IMU frame
+            pos = r_iw @ (sole.translation - p_wi) + offsets
+            vel = twists[2 * k] + offsets @ skew(twists[2 * k + 1]).T  # v + w x r for each row r
             out.append((pos, vel))
         return out
 
@@ -408,13 +435,10 @@ class LegKinematics:
         g = pin.computeGeneralizedGravity(self.model, self.data, self.q)
         tau = np.zeros(self.model.nv)
         tau[self.pm.joint_v_idx] = joint_tau
-        a = np.stack([jac[:, cols].T for jac, cols in zip(self._jac, self._leg_cols, strict=True)])  # J^T
-        b = np.stack([g[cols] - tau[cols] for cols in self._leg_cols])
-        try:
-            wrenches = np.linalg.solve(a, b[..., None])[..., 0]
-        except np.linalg.LinAlgError:  # a singular leg (knee straight): least squares
-            wrenches = np.array([np.linalg.lstsq(ai, bi, rcond=None)[0] for ai, bi in zip(a, b, strict=True)])
-        return [w[:3].copy() for w in wrenches]
+        a = [jac[:, cols].T for jac, cols in zip(self._jac, self._leg_cols, strict=True)]  # J_leg^T
+        b = [g[cols] - tau[cols] for cols in self._leg_cols]
+        # least squares if a leg is singular (knee straight)
+        return [solve(ai, bi)[:3] for ai, bi in zip(a, b, strict=True)]
 
 
 class ContactDetector:
