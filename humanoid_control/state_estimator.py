@@ -330,6 +330,10 @@ class LegKinematics:
     All positions are of the sole frames, expressed in the IMU frame; forces are ground reaction forces on the
     feet in the world-aligned frame (N), from the joint torques of each leg: at quasi-static balance
     ``tau_leg = g_leg(q) - J_leg^T F``, so ``F = J_leg^-T (g_leg - tau_leg)``.
+
+    The pinocchio base stays at the origin with identity orientation; the base orientation enters through the
+    gravity vector, expressed in the base frame (``g_base = R^T g``), so kinematics are base-relative and the
+    forces are rotated to the world-aligned frame at the end.
     """
 
     def __init__(self, config: object) -> None:
@@ -355,6 +359,8 @@ class LegKinematics:
             self.leg_v[side] = np.array(sorted(idx))
         self.q = pin.neutral(self.model)
         self.v = np.zeros(self.model.nv)
+        self.rotation = _I3  # base orientation in the world (set_state)
+        self._gravity = np.zeros(6)
         # the sole origin and its polygon's corners (sole frame, m): a rolling foot keeps one of them still
         self.corners = [
             np.vstack([np.zeros(3), np.array([[x, y, 0.0] for x, y in config.feet[side].polygon])])  # type: ignore[attr-defined]
@@ -363,6 +369,7 @@ class LegKinematics:
         self._jac: list[np.ndarray] = []
         self.base_frame_id = self.model.getFrameId(config.base_body)  # type: ignore[attr-defined]
         self._leg_cols = [self.leg_v[side] for side in self.pm.sole_frame_ids]
+        self._sole_ids = list(self.pm.sole_frame_ids.values())
         # the IMU is usually on the base body: then the base pose in the IMU frame is a constant
         imu_joint = self.model.frames[self.pm.imu_frame_id].parentJoint
         self._base_fixed_to_imu = imu_joint == self.model.frames[self.base_frame_id].parentJoint
@@ -373,13 +380,12 @@ class LegKinematics:
     ) -> None:
         """Joint positions (configuration order, rad), the base orientation (force estimation) and rates."""
         pin = self.pin
-        self.q[self.pm.joint_q_idx] = joint_q
-        self.q[:3] = 0.0
-        rot = np.eye(3) if base_rotation is None else base_rotation
-        self.q[3:7] = pin.Quaternion(rot).coeffs()  # x, y, z, w
-        self.v[:] = 0.0
+        self.q[self.pm.joint_q_idx] = joint_q  # base: origin, identity orientation (class docstring)
+        self.rotation = _I3 if base_rotation is None else base_rotation
         if joint_dq is not None:
             self.v[self.pm.joint_v_idx] = joint_dq
+        else:
+            self.v[:] = 0.0
         pin.computeJointJacobians(self.model, self.data, self.q)  # also the joint placements
         pin.updateFramePlacements(self.model, self.data)
         self._jac = [
@@ -392,29 +398,22 @@ class LegKinematics:
         imu = self.data.oMf[self.pm.imu_frame_id]
         return [imu.actInv(self.data.oMf[fid]).translation.copy() for fid in self.pm.sole_frame_ids.values()]
 
-    def feet_motion_in_imu(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per sole: (linear velocity of its origin, angular velocity) relative to the IMU frame, in the IMU
-        frame (m/s, rad/s), from the joint rates given to :meth:`set_state`."""
-        r_wi = self.data.oMf[self.pm.imu_frame_id].rotation
-        out = []
-        for jac in self._jac:
-            twist = r_wi.T @ (jac @ self.v).reshape(2, 3).T  # columns: linear, angular (world-aligned -> IMU)
-            out.append((twist[:, 0].copy(), twist[:, 1].copy()))
-        return out
-
-    def sole_points_in_imu(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per sole: its origin and the corners of its polygon, positions and velocities relative to the IMU
-        frame, in the IMU frame (m, m/s): two ``(N + 1, 3)`` arrays (after :meth:`set_state` with rates)."""
+    def sole_points_in_imu(
+        self, feet: tuple[int, ...] = (0, 1)
+    ) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """Per sole in ``feet`` (others: ``None``): its origin and the corners of its polygon, positions and
+        velocities relative to the IMU frame, in the IMU frame (m, m/s): two ``(N + 1, 3)`` arrays (after
+        :meth:`set_state` with rates)."""
         imu = self.data.oMf[self.pm.imu_frame_id]
         r_iw, p_wi = imu.rotation.T, imu.translation
-        twists = (np.vstack(self._jac) @ self.v).reshape(-1, 3) @ r_iw.T  # rows: lin, ang per foot (IMU)
-        out = []
-        for k, (fid, corners) in enumerate(zip(self.pm.sole_frame_ids.values(), self.corners, strict=True)):
-            sole = self.data.oMf[fid]
-            offsets = corners @ (r_iw @ sole.rotation).T  # sole frame -> IMU frame
+        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(self._jac)
+        for k in feet:
+            sole = self.data.oMf[self._sole_ids[k]]
+            twist = (self._jac[k] @ self.v).reshape(2, 3) @ r_iw.T  # rows: linear, angular (IMU frame)
+            offsets = self.corners[k] @ (r_iw @ sole.rotation).T  # sole frame -> IMU frame
             pos = r_iw @ (sole.translation - p_wi) + offsets
-            vel = twists[2 * k] + offsets @ skew(twists[2 * k + 1]).T  # v + w x r for each row r
-            out.append((pos, vel))
+            vel = twist[0] + offsets @ skew(twist[1]).T  # v + w x r for each row r
+            out[k] = (pos, vel)
         return out
 
     def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
@@ -432,13 +431,15 @@ class LegKinematics:
     def foot_forces(self, joint_tau: np.ndarray) -> list[np.ndarray]:
         """Ground reaction force on each foot, world-aligned axes (N), from measured joint torques (N m)."""
         pin = self.pin
+        self._gravity[:3] = self.rotation.T @ GRAVITY  # gravity in the base frame
+        self.model.gravity = pin.Motion(self._gravity)
         g = pin.computeGeneralizedGravity(self.model, self.data, self.q)
         tau = np.zeros(self.model.nv)
         tau[self.pm.joint_v_idx] = joint_tau
         a = [jac[:, cols].T for jac, cols in zip(self._jac, self._leg_cols, strict=True)]  # J_leg^T
         b = [g[cols] - tau[cols] for cols in self._leg_cols]
-        # least squares if a leg is singular (knee straight)
-        return [solve(ai, bi)[:3] for ai, bi in zip(a, b, strict=True)]
+        # least squares if a leg is singular (knee straight); base frame -> world-aligned
+        return [self.rotation @ solve(ai, bi)[:3] for ai, bi in zip(a, b, strict=True)]
 
 
 class ContactDetector:
@@ -587,20 +588,22 @@ class StateEstimator:
         """
         x = self.ekf.x
         self.kin.set_state(joint_q, x.R, joint_dq)
-        points = self.kin.sole_points_in_imu() if joint_dq is not None else None
-        feet = [p[0] for p, _ in points] if points is not None else self.kin.feet_in_imu()
+        feet = self.kin.feet_in_imu()
         self.forces = self.kin.foot_forces(joint_tau)
         contact = self.detector.update(np.array([f[2] for f in self.forces]))
         slipping = np.zeros(N_FEET, dtype=bool)
-        if points is not None and gyro is not None:
+        stance = tuple(i for i in range(N_FEET) if contact[i] and self.ekf.contact[i])  # since the last tick
+        self.foot_speed[:] = 0.0
+        if joint_dq is not None and gyro is not None and stance:
             w = gyro - x.bg
-            for i, (pos, vel) in enumerate(points):
-                if not (contact[i] and self.ekf.contact[i]):  # stance since the last tick
-                    self.foot_speed[i] = 0.0
+            w_skew_t = skew(w).T
+            for i, points in enumerate(self.kin.sole_points_in_imu(stance)):
+                if points is None:
                     continue
+                pos, vel = points
                 # odom-frame velocity of each point; a foot rolling on its heel or toes keeps that edge still,
                 # so the slowest point measures sliding
-                v_world = (self.v_ref + (pos @ skew(w).T + vel) @ x.R.T)[:, :2]
+                v_world = (self.v_ref + (pos @ w_skew_t + vel) @ x.R.T)[:, :2]
                 self.foot_speed[i] = float(np.sqrt((v_world**2).sum(axis=1).min()))
                 if self.foot_speed[i] > self.ekf.noise.slip_speed:
                     slipping[i] = True
