@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.linalg import lapack
@@ -197,15 +198,21 @@ def propagate_mean(
 
 
 def transition_matrix(
-    x: FilterState, gyro: np.ndarray, accel: np.ndarray, dt: float, exp_w_dt: np.ndarray | None = None
+    x: FilterState,
+    gyro: np.ndarray,
+    accel: np.ndarray,
+    dt: float,
+    exp_w_dt: np.ndarray | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Discrete error-state transition ``F`` (21 x 21) of :func:`propagate_mean` at ``x``.
 
-    ``exp_w_dt``: ``so3_exp((gyro - bg) dt)`` if already computed.
+    ``exp_w_dt``: ``so3_exp((gyro - bg) dt)`` if already computed; ``out``: a matrix from an earlier call to
+    fill in (its constant entries are kept).
     """
     w = gyro - x.bg
     a = accel - x.ba
-    f = _EYE_DIM.copy()
+    f = _EYE_DIM.copy() if out is None else out  # only the blocks below change from tick to tick
     r_a = x.R @ skew(a)
     f[TH : TH + 3, TH : TH + 3] = (so3_exp(w * dt) if exp_w_dt is None else exp_w_dt).T  # Exp(-w dt)
     f[TH : TH + 3, BG : BG + 3] = -_I3 * dt
@@ -240,13 +247,35 @@ class ContactEKF:
         self.x = state or FilterState()
         self.contact = np.zeros(N_FEET, dtype=bool)
         self.last_innovation = np.zeros(3 * N_FEET)
+        self.last_a_world = np.zeros(
+            3
+        )  # acceleration of the IMU in the world at the last propagation (m/s^2)
         self._q_cache: dict[tuple[bool, bool], np.ndarray] = {}  # noise is fixed after construction
+        self._f: np.ndarray | None = None  # transition matrix, reused
+        self._f_dt = -1.0  # the time step its constant blocks were written for
+        self._h_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, Any, bool]] = {}
 
     def propagate(self, gyro: np.ndarray, accel: np.ndarray, dt: float) -> None:
         """IMU step: gyro (rad/s) and specific force (m/s^2) in the IMU frame, held over ``dt`` (s)."""
         n = self.noise
-        exp_w_dt = so3_exp((gyro - self.x.bg) * dt)
-        f = transition_matrix(self.x, gyro, accel, dt, exp_w_dt)
+        x = self.x
+        w = gyro - x.bg
+        a = accel - x.ba
+        exp_w_dt = so3_exp(w * dt)
+        # the transition matrix (transition_matrix's blocks, written into one persistent matrix)
+        if self._f is None:
+            self._f = _EYE_DIM.copy()
+        f = self._f
+        if dt != self._f_dt:
+            self._f_dt = dt
+            f[TH : TH + 3, BG : BG + 3] = -_I3 * dt
+            f[P : P + 3, V : V + 3] = _I3 * dt
+        r_a = x.R @ skew(a)
+        f[TH : TH + 3, TH : TH + 3] = exp_w_dt.T
+        f[V : V + 3, TH : TH + 3] = r_a_dt = -dt * r_a
+        f[V : V + 3, BA : BA + 3] = r_dt = -dt * x.R
+        f[P : P + 3, TH : TH + 3] = (0.5 * dt) * r_a_dt
+        f[P : P + 3, BA : BA + 3] = (0.5 * dt) * r_dt
         key = (bool(self.contact[0]), bool(self.contact[1]))
         q = self._q_cache.get(key)
         if q is None:  # process noise densities, by contact state
@@ -259,11 +288,17 @@ class ContactEKF:
             q[BG : BG + 3] = n.gyro_bias_walk**2
             q[BA : BA + 3] = n.accel_bias_walk**2
             self._q_cache[key] = q
+        # mean (propagate_mean, inline): position, velocity, then orientation
+        a_world = self.last_a_world = x.R @ a + GRAVITY
+        x.p = x.p + x.v * dt + (0.5 * dt * dt) * a_world
+        x.v = x.v + a_world * dt
+        x.R = x.R @ exp_w_dt
         # the accelerometer noise enters rotated into the world frame: R (s^2 I) R^T = s^2 I, still diagonal
-        propagate_mean(self.x, gyro, accel, dt, out=self.x, exp_w_dt=exp_w_dt)
-        p = f @ self.x.P @ f.T
+        p = f @ x.P @ f.T
         p[_DIAG] += q * dt
-        self.x.P = 0.5 * (p + p.T)
+        p += p.T
+        p *= 0.5
+        x.P = p
 
     def set_contact(self, contact: np.ndarray, foot_body: list[np.ndarray]) -> None:
         """New contact flags; a foot touching down gets its position reset from kinematics (``foot_body``)."""
@@ -291,11 +326,21 @@ class ContactEKF:
             self.last_innovation = innovation
             return innovation
         x = self.x
-        flat = self.noise.ground_height is not None  # flat ground: contact feet at z = 0
-        m = 3 * len(rows) + (len(rows) if flat else 0)
-        h = np.zeros((m, DIM))
-        r = np.empty(m)
-        variances = np.full(m, self.noise.kinematics**2)
+        key = tuple(rows)
+        cached = self._h_cache.get(key)
+        if cached is None:  # measurement structure of this contact set: constant entries, noise
+            flat = self.noise.ground_height is not None  # flat ground: contact feet at z = 0
+            m = 3 * len(rows) + (len(rows) if flat else 0)
+            h0 = np.zeros((m, DIM))
+            variances = np.full(m, self.noise.kinematics**2)
+            if flat:
+                for j, i in enumerate(rows):
+                    h0[3 * len(rows) + j, F0 + 3 * i + 2] = 1.0
+                    variances[3 * len(rows) + j] = self.noise.ground_height**2  # type: ignore[operator]
+            cached = self._h_cache[key] = (h0, variances, np.diag_indices(m), flat)
+        h0, variances, diag, flat = cached
+        h = h0.copy()
+        r = np.empty(h.shape[0])
         rt = x.R.T
         for j, i in enumerate(rows):  # d y_i = [y_i]x dtheta - R^T dp + R^T df_i (module docstring)
             y = rt @ (x.feet[i] - x.p)
@@ -305,23 +350,27 @@ class ContactEKF:
             h[s : s + 3, F0 + 3 * i : F0 + 3 * i + 3] = rt
             r[s : s + 3] = foot_body[i] - y
         if flat:
-            for j, i in enumerate(rows):
-                s = 3 * len(rows) + j
-                h[s, F0 + 3 * i + 2] = 1.0
-                r[s] = -x.feet[i][2]
-                variances[s] = self.noise.ground_height**2  # type: ignore[operator]
+            r[3 * len(rows) :] = -x.feet[rows, 2]
         hp = h @ x.P
         s_mat = hp @ h.T
-        s_mat[np.diag_indices(m)] += variances
+        s_mat[diag] += variances
         k = solve(s_mat, hp).T
         dx = k @ r
         p_new = x.P - k @ hp
         x.apply(dx)
-        x.P = 0.5 * (p_new + p_new.T)
+        x.P = p_new  # symmetrised at the next propagation
         for j, i in enumerate(rows):  # the kinematic part of the innovation
             innovation[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
         self.last_innovation = innovation
         return innovation
+
+
+def _as_slice(idx: np.ndarray) -> Any:
+    """A slice for a contiguous increasing index array (a view, no copy when indexing), else the array."""
+    idx = np.asarray(idx)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
 
 
 class LegKinematics:
@@ -360,61 +409,85 @@ class LegKinematics:
         self.q = pin.neutral(self.model)
         self.v = np.zeros(self.model.nv)
         self.rotation = _I3  # base orientation in the world (set_state)
-        self._gravity = np.zeros(6)
-        # the sole origin and its polygon's corners (sole frame, m): a rolling foot keeps one of them still
-        self.corners = [
-            np.vstack([np.zeros(3), np.array([[x, y, 0.0] for x, y in config.feet[side].polygon])])  # type: ignore[attr-defined]
+        self.model.gravity = pin.Motion.Zero()  # gravity enters as a base acceleration (foot_forces)
+        self._acc = np.zeros(self.model.nv)
+        self._zero_v = np.zeros(self.model.nv)
+        self._tau = np.zeros(self.model.nv)
+        # the sole origin and its polygon's corners, [x; y] columns in the sole frame (m): a rolling foot
+        # keeps one of them still
+        self._corners_xy = [
+            np.hstack([np.zeros((2, 1)), np.array(config.feet[side].polygon, dtype=float).T])  # type: ignore[attr-defined]
             for side in self.pm.sole_frame_ids
         ]
         self._jac: list[np.ndarray] = []
         self.base_frame_id = self.model.getFrameId(config.base_body)  # type: ignore[attr-defined]
-        self._leg_cols = [self.leg_v[side] for side in self.pm.sole_frame_ids]
+        self._leg_cols = [_as_slice(self.leg_v[side]) for side in self.pm.sole_frame_ids]
         self._sole_ids = list(self.pm.sole_frame_ids.values())
+        self._q_idx, self._v_idx = _as_slice(self.pm.joint_q_idx), _as_slice(self.pm.joint_v_idx)
         # the IMU is usually on the base body: then the base pose in the IMU frame is a constant
         imu_joint = self.model.frames[self.pm.imu_frame_id].parentJoint
         self._base_fixed_to_imu = imu_joint == self.model.frames[self.base_frame_id].parentJoint
         self._base_in_imu: tuple[np.ndarray, np.ndarray] | None = None
+        self._imu: tuple[np.ndarray, np.ndarray] | None = None  # (R_iw, p_wi) of the IMU in the base frame
+        self._sole_h: list[np.ndarray] = []
 
     def set_state(
         self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None, joint_dq: np.ndarray | None = None
     ) -> None:
         """Joint positions (configuration order, rad), the base orientation (force estimation) and rates."""
         pin = self.pin
-        self.q[self.pm.joint_q_idx] = joint_q  # base: origin, identity orientation (class docstring)
+        self.q[self._q_idx] = joint_q  # base: origin, identity orientation (class docstring)
         self.rotation = _I3 if base_rotation is None else base_rotation
         if joint_dq is not None:
-            self.v[self.pm.joint_v_idx] = joint_dq
+            self.v[self._v_idx] = joint_dq
         else:
             self.v[:] = 0.0
         pin.computeJointJacobians(self.model, self.data, self.q)  # also the joint placements
         pin.updateFramePlacements(self.model, self.data)
         self._jac = [
             pin.getFrameJacobian(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-            for fid in self.pm.sole_frame_ids.values()
+            for fid in self._sole_ids
         ]
+        self._sole_h = [self.data.oMf[fid].homogeneous for fid in self._sole_ids]  # base frame (4 x 4)
+        if self._imu is None or not self._base_fixed_to_imu:  # constant when the IMU is on the base body
+            imu = self.data.oMf[self.pm.imu_frame_id].homogeneous
+            self._imu = (imu[:3, :3].T.copy(), imu[:3, 3].copy())
 
     def feet_in_imu(self) -> list[np.ndarray]:
         """Sole origins in the IMU frame (m), in :attr:`sides` order (after :meth:`set_state`)."""
-        imu = self.data.oMf[self.pm.imu_frame_id]
-        return [imu.actInv(self.data.oMf[fid]).translation.copy() for fid in self.pm.sole_frame_ids.values()]
+        r_iw, p_wi = self._imu
+        return [r_iw @ (h[:3, 3] - p_wi) for h in self._sole_h]
 
-    def sole_points_in_imu(
-        self, feet: tuple[int, ...] = (0, 1)
-    ) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """Per sole in ``feet`` (others: ``None``): its origin and the corners of its polygon, positions and
-        velocities relative to the IMU frame, in the IMU frame (m, m/s): two ``(N + 1, 3)`` arrays (after
-        :meth:`set_state` with rates)."""
-        imu = self.data.oMf[self.pm.imu_frame_id]
-        r_iw, p_wi = imu.rotation.T, imu.translation
-        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(self._jac)
-        for k in feet:
-            sole = self.data.oMf[self._sole_ids[k]]
-            twist = (self._jac[k] @ self.v).reshape(2, 3) @ r_iw.T  # rows: linear, angular (IMU frame)
-            offsets = self.corners[k] @ (r_iw @ sole.rotation).T  # sole frame -> IMU frame
-            pos = r_iw @ (sole.translation - p_wi) + offsets
-            vel = twist[0] + offsets @ skew(twist[1]).T  # v + w x r for each row r
-            out[k] = (pos, vel)
-        return out
+    def sole_motion_in_imu(self, foot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Sole ``foot`` relative to the IMU frame, in the IMU frame: origin position (m), rotation (sole ->
+        IMU), linear velocity of the origin (m/s) and angular velocity (rad/s), from the joint rates given to
+        :meth:`set_state`."""
+        r_iw, p_wi = self._imu
+        h = self._sole_h[foot]
+        twist = (self._jac[foot] @ self.v).reshape(2, 3) @ r_iw.T  # rows: linear, angular (IMU frame)
+        return r_iw @ (h[:3, 3] - p_wi), r_iw @ h[:3, :3], twist[0], twist[1]
+
+    def sole_speeds(
+        self,
+        foot: int,
+        v_imu: np.ndarray,
+        w_imu: np.ndarray,
+        r_wi: np.ndarray,
+        below: float | None = None,
+    ) -> np.ndarray:
+        """Horizontal speed in the world (m/s) of the sole origin and of each polygon corner of ``foot``.
+
+        Given the IMU frame's velocity in the world ``v_imu`` (m/s), its angular velocity ``w_imu`` (rad/s,
+        IMU frame) and orientation ``r_wi``: ``v_k = v_imu + R (w x p + v_sole + W x R_is c_k)``,
+        ``W = w + w_sole``. With ``below``: just the origin's, if that is below ``below`` (the minimum is).
+        """
+        p, r_is, v_sole, w_sole = self.sole_motion_in_imu(foot)
+        v0 = v_imu + r_wi @ (cross(w_imu, p) + v_sole)
+        if below is not None and v0[0] * v0[0] + v0[1] * v0[1] < below * below:
+            return np.array([math.hypot(v0[0], v0[1])])  # the origin is slower than ``below``: enough
+        a = (r_wi @ skew(w_imu + w_sole) @ r_is)[:2, :2]  # corners lie in the sole plane (z = 0)
+        v = v0[:2, None] + a @ self._corners_xy[foot]  # 2 x (1 + corners)
+        return np.sqrt((v * v).sum(axis=0))
 
     def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
         """(rotation, translation) of the base frame in the IMU frame."""
@@ -430,16 +503,17 @@ class LegKinematics:
 
     def foot_forces(self, joint_tau: np.ndarray) -> list[np.ndarray]:
         """Ground reaction force on each foot, world-aligned axes (N), from measured joint torques (N m)."""
-        pin = self.pin
-        self._gravity[:3] = self.rotation.T @ GRAVITY  # gravity in the base frame
-        self.model.gravity = pin.Motion(self._gravity)
-        g = pin.computeGeneralizedGravity(self.model, self.data, self.q)
-        tau = np.zeros(self.model.nv)
-        tau[self.pm.joint_v_idx] = joint_tau
-        a = [jac[:, cols].T for jac, cols in zip(self._jac, self._leg_cols, strict=True)]  # J_leg^T
-        b = [g[cols] - tau[cols] for cols in self._leg_cols]
+        # gravity torques as the torques that accelerate the base upwards at g (model gravity is zero): one
+        # RNEA with the base acceleration -R^T g (base frame), nothing else moving
+        self._acc[:3] = -(self.rotation.T @ GRAVITY)
+        g = self.pin.rnea(self.model, self.data, self.q, self._zero_v, self._acc)
+        self._tau[self._v_idx] = joint_tau
+        tau = self._tau
         # least squares if a leg is singular (knee straight); base frame -> world-aligned
-        return [self.rotation @ solve(ai, bi)[:3] for ai, bi in zip(a, b, strict=True)]
+        return [
+            self.rotation @ solve(jac[:, cols].T, g[cols] - tau[cols])[:3]
+            for jac, cols in zip(self._jac, self._leg_cols, strict=True)
+        ]
 
 
 class ContactDetector:
@@ -558,13 +632,12 @@ class StateEstimator:
             self.ekf.x.P += np.diag(grow)
             self.last_stamp = stamp
             return False
-        x = self.ekf.x
+        v_filter = self.ekf.x.v
+        self.ekf.propagate(gyro, accel, dt)
         # slip reference: the IMU's own velocity, pulled towards the filter's with time constant slip_tau,
         # so a foot sliding for tens of ms does not drag it along as it drags the filter
-        a_world = x.R @ (accel - x.ba) + GRAVITY
-        tau = self.ekf.noise.slip_tau
-        self.v_ref = self.v_ref + a_world * dt + (x.v - self.v_ref) * min(1.0, dt / tau)
-        self.ekf.propagate(gyro, accel, dt)
+        gain = min(1.0, dt / self.ekf.noise.slip_tau)
+        self.v_ref = self.v_ref + self.ekf.last_a_world * dt + (v_filter - self.v_ref) * gain
         self.last_stamp = stamp
         self.last_dt = dt
         return True
@@ -596,16 +669,11 @@ class StateEstimator:
         self.foot_speed[:] = 0.0
         if joint_dq is not None and gyro is not None and stance:
             w = gyro - x.bg
-            w_skew_t = skew(w).T
-            for i, points in enumerate(self.kin.sole_points_in_imu(stance)):
-                if points is None:
-                    continue
-                pos, vel = points
-                # odom-frame velocity of each point; a foot rolling on its heel or toes keeps that edge still,
-                # so the slowest point measures sliding
-                v_world = (self.v_ref + (pos @ w_skew_t + vel) @ x.R.T)[:, :2]
-                self.foot_speed[i] = float(np.sqrt((v_world**2).sum(axis=1).min()))
-                if self.foot_speed[i] > self.ekf.noise.slip_speed:
+            slip = self.ekf.noise.slip_speed
+            for i in stance:
+                # a foot rolling on its heel or toes keeps that edge still: the slowest point measures sliding
+                self.foot_speed[i] = float(self.kin.sole_speeds(i, self.v_ref, w, x.R, slip).min())
+                if self.foot_speed[i] > slip:
                     slipping[i] = True
                     self.slip_ticks[i] += 1
                     if not self.slipping[i]:

@@ -58,6 +58,28 @@ def test_transition_matrix_matches_finite_differences() -> None:
         np.testing.assert_allclose(numeric, f, atol=2e-5)
 
 
+def test_filter_propagation_is_the_documented_transition() -> None:
+    """ContactEKF.propagate (inline for speed) = propagate_mean, and F P F^T + Q with transition_matrix."""
+    x = random_state()
+    x.P = np.cov(RNG.normal(size=(DIM, 200)))
+    gyro, accel, dt = RNG.normal(0, 0.5, 3), RNG.normal(0, 1.0, 3) - GRAVITY, 0.002
+    ekf = ContactEKF(EstimatorNoise(), x.copy())
+    ekf.contact[:] = [True, False]
+    f = transition_matrix(x, gyro, accel, dt)
+    mean = propagate_mean(x, gyro, accel, dt)
+    for _ in range(2):  # the second time through the reused matrix
+        ekf.x = x.copy()
+        ekf.propagate(gyro, accel, dt)
+        assert np.allclose(ekf.x.R, mean.R, atol=1e-14) and np.allclose(ekf.x.p, mean.p, atol=1e-14)
+        assert np.allclose(ekf.x.v, mean.v, atol=1e-14)
+        n = ekf.noise
+        q = np.r_[
+            [n.gyro**2] * 3, [n.accel**2] * 3, [0.0] * 3, [n.foot_contact**2] * 3, [n.foot_swing**2] * 3
+        ]
+        q = np.r_[q, [n.gyro_bias_walk**2] * 3, [n.accel_bias_walk**2] * 3]
+        assert np.allclose(ekf.x.P, f @ x.P @ f.T + np.diag(q * dt), atol=1e-12)
+
+
 def test_kinematic_jacobian_matches_finite_differences() -> None:
     for _ in range(5):
         x = random_state()
