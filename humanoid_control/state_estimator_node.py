@@ -8,6 +8,9 @@
   reaction force, odom-aligned axes; force.z = 0 while the foot is not in contact) and ``/diagnostics``
   (contact states, innovation norms, dropped messages).
 
+Service ``~/reset`` (std_srvs/Trigger): start over, re-initializing at the odom origin from the next IMU sample
+and joint state (e.g. after a simulator respawned the robot between evaluation trials).
+
 Bad input: an IMU sample with NaN/Inf, or a joint state with missing joints or wrong lengths, is dropped and
 counted; the filter keeps running on the other stream, and its covariance keeps growing while kinematic
 updates are missing.
@@ -24,6 +27,7 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
+from std_srvs.srv import Trigger
 
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
@@ -57,6 +61,8 @@ class StateEstimatorNode(Node):
             ground_height=flat if flat > 0 else None,
         )
         self.config = load_robot_config(robot)
+        self.noise = noise
+        self.resets = 0
         self.est = StateEstimator(self.config, noise)
         self.names = list(self.config.joint_names)
         self.imu_dropped = 0
@@ -77,6 +83,16 @@ class StateEstimatorNode(Node):
         deep = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
         self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+
+    def _on_reset(self, _req: Any, resp: Any) -> Any:
+        self.est = StateEstimator(self.config, self.noise)
+        self._imu_t = None
+        self._pending = None
+        self.resets += 1
+        self.get_logger().info("reset: re-initializing from the next IMU sample and joint state")
+        resp.success, resp.message = True, "re-initializing from the next IMU sample and joint state"
+        return resp
 
     def _on_imu(self, msg: Imu) -> None:
         g, a, o = msg.angular_velocity, msg.linear_acceleration, msg.orientation
@@ -163,6 +179,7 @@ class StateEstimatorNode(Node):
             "imu_dropped": self.imu_dropped,
             "imu_gaps": self.est.gaps,
             "joint_states_dropped": self.joints_dropped,
+            "resets": self.resets,
             "gyro_bias": " ".join(f"{v:.4f}" for v in self.est.ekf.x.bg),
         }
         status = DiagnosticStatus(name="state_estimator", hardware_id=self.config.name)
