@@ -528,10 +528,10 @@ class RobotDriverNode(Node):
                 self._publish_push(push.force, state.stamp)
                 self._push_end_tick = self.core.tick + round(push.duration / self.period) - 1
             self.backend.advance(self.period)
-            if self._push_end_tick is not None and self.core.tick >= self._push_end_tick:
-                if not getattr(self.backend, "push_active", False):
-                    self._push_end_tick = None
-                    self._publish_push((0.0, 0.0, 0.0), self.backend_time())
+            end = self._push_end_tick
+            if end is not None and self.core.tick >= end and not getattr(self.backend, "push_active", False):
+                self._push_end_tick = None
+                self._publish_push((0.0, 0.0, 0.0), self.backend_time())
             self.stats.record_sim_time(self.backend_time())
             if mode != self._last_mode:
                 self._publish_mode(mode, reason)

@@ -8,8 +8,8 @@
   reaction force, odom-aligned axes; force.z = 0 while the foot is not in contact) and ``/diagnostics``
   (contact states, innovation norms, dropped messages).
 
-Service ``~/reset`` (std_srvs/Trigger): start over, re-initializing at the odom origin from the next IMU sample
-and joint state (e.g. after a simulator respawned the robot between evaluation trials).
+Service ``~/reset`` (std_srvs/Trigger): start over, re-initializing at the odom origin from the next IMU
+sample and joint state (e.g. after a simulator respawned the robot between evaluation trials).
 
 Bad input: an IMU sample with NaN/Inf, or a joint state with missing joints or wrong lengths, is dropped and
 counted; the filter keeps running on the other stream, and its covariance keeps growing while kinematic
