@@ -15,6 +15,9 @@ estimator (``/state_estimator/reset``) while the driver settles, lets the WBC ta
   ``MAX_SLIDE_M`` horizontally) from the push to the end of the trial;
 - ``OBSERVE_S`` after the push ends the CoM moves slower than ``MAX_END_SPEED`` horizontally.
 
+A trial stops early (failed) once the CoM is ``MAX_COM_OFFSET_M`` from its reference, the base is low or
+tilted, the driver damps or the WBC faults.
+
 ``humanoid-eval stand --controller wbc_stand``: stands ``seconds`` (60 by default) once the WBC has the robot;
 ``com_error_rms_m`` is the RMS horizontal distance between the true CoM and the controller's reference (the
 default pose's CoM relative to the sole midpoint, carried with the feet), both from ground truth;
@@ -44,6 +47,7 @@ MAX_TILT_DEG = 30.0
 MAX_LIFT_M = 0.02
 MAX_SLIDE_M = 0.03
 MAX_END_SPEED = 0.15  # m/s
+MAX_COM_OFFSET_M = 0.2  # early stop: the CoM this far from its reference is beyond every sole edge
 
 
 @dataclass
@@ -299,9 +303,18 @@ def run_trial(g: WbcGraph, kin: Kinematics, direction: str, impulse: float, conf
             t_now = d.joint_t[-1] if d.joint_t else 0.0
             z = d.truth_pos[-1][2] if d.truth_pos else 1.0
             qw = d.truth_quat_wxyz[-1] if d.truth_quat_wxyz else [1.0, 0.0, 0.0, 0.0]
+            last = (d.truth_t[-1], d.truth_pos[-1], qw, d.truth_twist[-1]) if d.truth_t else None
             modes = list(d.modes)
+        with g.lock:
+            state = g.joints.get(round(last[0], 4)) if last is not None else None
+        if last is not None and state is not None:
+            com, _v, _soles, ref = kin.evaluate(last[1], last[2], last[3], *state)
+            if np.linalg.norm(com[:2] - ref) > MAX_COM_OFFSET_M:
+                reason = f"CoM {MAX_COM_OFFSET_M * 100:.0f} cm off its reference"
         upright = 1.0 - 2.0 * (qw[1] ** 2 + qw[2] ** 2)
-        if modes and modes[-1] == "damping":
+        if reason:
+            pass
+        elif modes and modes[-1] == "damping":
             reason = "driver damping"
         elif z < fall_h:
             reason = f"base below {fall_h} m"
@@ -459,6 +472,7 @@ def run_push_eval(
         "max_sole_lift_m": MAX_LIFT_M,
         "max_sole_slide_m": MAX_SLIDE_M,
         "max_end_com_speed_mps": MAX_END_SPEED,
+        "early_stop_com_offset_m": MAX_COM_OFFSET_M,
         "settle_s": SETTLE_S,
         "observe_s": OBSERVE_S,
     }
