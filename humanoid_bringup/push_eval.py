@@ -193,7 +193,18 @@ class WbcGraph:
     # ------------------------------------------------------------------ control
     def start(self, timeout: float = 120.0) -> None:
         """Start the graph; return once the driver runs the WBC's commands (``active``)."""
+        from rclpy.parameter import Parameter
+
         self.graph.start()
+        # exact lockstep also on a loaded machine: the driver waits up to 10 s of wall time for each command
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.set_driver_parameters([Parameter("lockstep_timeout_s", Parameter.Type.DOUBLE, 10.0)])
+                break
+            except TimeoutError:
+                if time.monotonic() > deadline or not self.graph.running():
+                    raise
         if not self.probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", timeout):
             raise RuntimeError(
                 f"the WBC never took over (modes {self.probe.data.modes}); see {self.graph.log_path}"
@@ -213,20 +224,26 @@ class WbcGraph:
 
     def set_push(self, force: tuple[float, float, float], duration: float) -> None:
         """Set the driver's ``push_force`` / ``push_duration_s`` (one atomic parameter call)."""
-        from rcl_interfaces.srv import SetParametersAtomically
         from rclpy.parameter import Parameter
+
+        self.set_driver_parameters(
+            [
+                Parameter("push_force", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in force]),
+                Parameter("push_duration_s", Parameter.Type.DOUBLE, float(duration)),
+            ]
+        )
+
+    def set_driver_parameters(self, params: list[Any]) -> None:
+        """Set driver parameters (``rclpy.parameter.Parameter``) in one atomic call; raise if refused."""
+        from rcl_interfaces.srv import SetParametersAtomically
 
         node = self.probe.node
         client = node.create_client(SetParametersAtomically, "/robot_driver/set_parameters_atomically")
         if not client.wait_for_service(timeout_sec=10.0):
+            node.destroy_client(client)
             raise TimeoutError("driver parameters service unavailable")
         req = SetParametersAtomically.Request()
-        req.parameters = [
-            Parameter(
-                "push_force", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in force]
-            ).to_parameter_msg(),
-            Parameter("push_duration_s", Parameter.Type.DOUBLE, float(duration)).to_parameter_msg(),
-        ]
+        req.parameters = [p.to_parameter_msg() for p in params]
         future = client.call_async(req)
         end = time.monotonic() + 10.0
         while not future.done() and time.monotonic() < end:
@@ -234,7 +251,7 @@ class WbcGraph:
         node.destroy_client(client)
         if not future.done() or not future.result().result.successful:
             raise RuntimeError(
-                f"driver refused the push parameters: {future.result() if future.done() else 'timeout'}"
+                f"driver refused the parameters: {future.result() if future.done() else 'timeout'}"
             )
 
     def respawn_and_take_over(self, timeout: float = 60.0) -> float:
