@@ -110,6 +110,7 @@ class WbcGraph:
         self.wbc_states: list[str] = []
         self.push_events: list[tuple[float, tuple[float, float, float]]] = []
         self.record_odom = False
+        self.last_odom_t = -1.0
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -140,6 +141,7 @@ class WbcGraph:
             self.joints[self._key(msg)] = (np.array(msg.position), np.array(msg.velocity))
 
     def _on_odom(self, msg: Any) -> None:
+        self.last_odom_t = self._key(msg)
         if not self.record_odom:
             return
         p, o, tw = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
@@ -254,30 +256,42 @@ class WbcGraph:
                 f"driver refused the parameters: {future.result() if future.done() else 'timeout'}"
             )
 
-    def respawn_and_take_over(self, timeout: float = 60.0) -> float:
+    def respawn_and_take_over(self, timeout: float = 60.0, attempts: int = 3) -> float:
         """Respawn, reset the estimator during the driver's settle ramp, wait until the WBC has the robot;
-        returns the simulated time at which the driver went ``active``."""
-        n_modes = len(self.probe.data.modes)
-        ok, msg = self.probe.call_trigger("/robot_driver/respawn")
-        if not ok:
-            raise RuntimeError(f"respawn refused: {msg}")
-        if not self.probe.wait_for(
-            lambda d: len(d.modes) > n_modes and "ramp" in d.modes[n_modes:], timeout, 0.002
-        ):
-            raise RuntimeError("the driver did not ramp after the respawn")
-        t1 = self.probe.sim_time()
-        self.wait_sim(t1 + 0.05)
-        ok, msg = self.probe.call_trigger("/state_estimator/reset")
-        if not ok:
-            raise RuntimeError(f"estimator reset refused: {msg}")
-        n_modes = len(self.probe.data.modes)
-        if not self.probe.wait_for(
-            lambda d: len(d.modes) > n_modes and d.modes[-1] == "active", timeout, 0.005
-        ):
-            raise RuntimeError(
-                f"the WBC did not take over after the respawn (modes {self.probe.data.modes[-5:]})"
-            )
-        return self.probe.sim_time()
+        returns the simulated time at which the driver went ``active``. Retried if the driver left its
+        settle ramp before the estimator was reset."""
+        for _ in range(attempts):
+            n_modes = len(self.probe.data.modes)
+            ok, msg = self.probe.call_trigger("/robot_driver/respawn")
+            if not ok:
+                raise RuntimeError(f"respawn refused: {msg}")
+            if not self.probe.wait_for(
+                lambda d, n=n_modes: len(d.modes) > n and "ramp" in d.modes[n:], timeout, 0.002
+            ):
+                raise RuntimeError("the driver did not ramp after the respawn")
+            n_ramp = len(self.probe.data.modes)
+            # the estimator may lag behind a driver that ran free (no controller streaming, e.g. after a
+            # fault): reset it only once it has published /odom for a tick after the respawn - it reads its
+            # input in order, so everything it processes after the reset is from the respawned robot
+            t1 = self.probe.sim_time()
+            self.wait_sim(t1 + 0.02)
+            if not self.probe.wait_for(lambda _d, t=t1: self.last_odom_t >= t + 0.02 - 1e-9, timeout, 0.002):
+                raise RuntimeError("the estimator did not catch up after the respawn")
+            ok, msg = self.probe.call_trigger("/state_estimator/reset")
+            if not ok:
+                raise RuntimeError(f"estimator reset refused: {msg}")
+            if len(self.probe.data.modes) > n_ramp:  # the settle ramp ended before the reset: again
+                continue
+            if not self.probe.wait_for(
+                lambda d, n=n_ramp: len(d.modes) > n and d.modes[-1] == "active", timeout, 0.005
+            ):
+                raise RuntimeError(
+                    f"the WBC did not take over after the respawn (modes {self.probe.data.modes[-5:]})"
+                )
+            return self.probe.sim_time()
+        raise RuntimeError(
+            f"the estimator could not be reset within the driver's settle ramp ({attempts} tries)"
+        )
 
 
 @dataclass
