@@ -100,6 +100,7 @@ class WbcNode(Node):
         self.names = list(self.config.joint_names)
         self.driver_mode: str | None = None
         self._pending: tuple[float, np.ndarray, np.ndarray, Any] | None = None
+        self._pending_since = 0.0
         self._tick_us: list[float] = []
         self._solve_us: list[float] = []
         self._iterations: list[int] = []
@@ -136,7 +137,17 @@ class WbcNode(Node):
         self._gain_request: Any = None
         from rclpy.clock import Clock, ClockType
 
-        self.create_timer(0.2, self._request_gains, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(0.2, self._request_gains, clock=steady)
+        self.pending_timeout = declare(
+            self,
+            "pending_timeout_s",
+            0.05,
+            "wall time a joint state waits for its /odom before it is answered with the latest one (s)",
+            0.001,
+            10.0,
+        )
+        self.create_timer(0.01, self._expire_pending, clock=steady)
         self._publish_state()
         gc.collect()
         gc.freeze()
@@ -218,8 +229,18 @@ class WbcNode(Node):
             and self.runner.state != WbcState.FAULT
         ):
             self._pending = (t, arrays[0], arrays[1], msg.header.stamp)
+            self._pending_since = time.monotonic()
         else:
             self._answer(t, arrays[0], arrays[1], msg.header.stamp)  # not commanding: state bookkeeping only
+
+    def _expire_pending(self) -> None:
+        """A joint state waiting for its /odom too long (the estimator dropped or skipped it, e.g. while it
+        restarts) is answered with the latest /odom - refused and counted when that is stale - instead of
+        stalling a lockstep driver until its timeout."""
+        if self._pending is not None and time.monotonic() - self._pending_since > self.pending_timeout:
+            pending, self._pending = self._pending, None
+            self.skipped += 1
+            self._answer(*pending)
 
     # ------------------------------------------------------------------ per tick
     def _answer(self, t: float, q: np.ndarray, dq: np.ndarray, stamp: Any) -> None:

@@ -10,7 +10,8 @@ States (:class:`WbcState`):
   ``/odom`` yet: no command.
 - ``run``: one command per joint state. While the driver ramps (boot, reset, respawn) commands are still sent
   (the driver ignores them, but they pace lockstep, which keeps the estimator in step too) and QP failures
-  are not acted on; the controller's failure latch is cleared every ramp tick. In ``hold`` and ``active``
+  and bad input are not acted on (the command is then the measured pose with zero torque, a pure pacing
+  message); the controller's failure latch is cleared every ramp tick. In ``hold`` and ``active``
   the command is the controller's.
 - ``fault``: the QP failed for more than ``max_hold_ticks`` ticks in a row (the controller's
   :class:`~humanoid_control.wbc.command.CommandGenerator` policy: last safe command meanwhile), or the input
@@ -139,6 +140,8 @@ class WbcRunner:
                 self._fault(f"bad input for {c.consecutive_bad} ticks: {problem}", t)
             elif self.odom is None:
                 self._wait(problem, t)
+            if ramp and self.state == WbcState.RUN and bool(np.all(np.isfinite(q))):
+                return self._pacing(q)  # e.g. the estimator restarting during a respawn: keep lockstep paced
             return None
         self.counters.consecutive_bad = 0
         assert self.odom is not None
@@ -154,13 +157,19 @@ class WbcRunner:
             self._set(WbcState.RUN, f"driver {driver_mode}, /odom received", t)
         if cmd.mode == CommandMode.DAMPING:
             if ramp:  # ignored by the driver; keeps lockstep paced
-                zeros = np.zeros_like(q, dtype=float)
-                return JointCommand(CommandMode.DAMPING, np.array(q, dtype=float), zeros, zeros.copy())
+                return self._pacing(q)
             self._fault(f"QP failed {ctl.commands.counters.consecutive} ticks in a row", t)
             return None
         return cmd
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _pacing(q: np.ndarray) -> JointCommand:
+        """A command the ramping driver ignores (measured pose, no velocity, no torque): it only paces
+        lockstep."""
+        zeros = np.zeros_like(q, dtype=float)
+        return JointCommand(CommandMode.DAMPING, np.array(q, dtype=float), zeros, zeros.copy())
+
     def _input_problem(self, t: float, q: np.ndarray, dq: np.ndarray) -> str | None:
         c = self.counters
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and math.isfinite(t)):
