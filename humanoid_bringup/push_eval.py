@@ -41,6 +41,7 @@ from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
 from humanoid_control.hardware.push import DIRECTIONS, push_force
 
 PUSH_DURATION_S = 0.1
+RESPAWN_SETTLE_S = 0.5  # driver ramp in place after a respawn; the estimator is reset in it (s)
 SETTLE_S = 0.6  # standing under the WBC before each push (s, simulated)
 OBSERVE_S = 1.5  # watched after the push ends (s)
 MAX_TILT_DEG = 30.0
@@ -202,7 +203,12 @@ class WbcGraph:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.set_driver_parameters([Parameter("lockstep_timeout_s", Parameter.Type.DOUBLE, 10.0)])
+                self.set_driver_parameters(
+                    [
+                        Parameter("lockstep_timeout_s", Parameter.Type.DOUBLE, 10.0),
+                        Parameter("respawn_settle_s", Parameter.Type.DOUBLE, RESPAWN_SETTLE_S),
+                    ]
+                )
                 break
             except TimeoutError:
                 if time.monotonic() > deadline or not self.graph.running():

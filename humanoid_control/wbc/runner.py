@@ -140,7 +140,7 @@ class WbcRunner:
                 self._fault(f"bad input for {c.consecutive_bad} ticks: {problem}", t)
             elif self.odom is None:
                 self._wait(problem, t)
-            if ramp and self.state == WbcState.RUN and bool(np.all(np.isfinite(q))):
+            if ramp and bool(np.all(np.isfinite(q))):
                 return self._pacing(q)  # e.g. the estimator restarting during a respawn: keep lockstep paced
             return None
         self.counters.consecutive_bad = 0
