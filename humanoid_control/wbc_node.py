@@ -142,7 +142,7 @@ class WbcNode(Node):
         self.pending_timeout = declare(
             self,
             "pending_timeout_s",
-            0.05,
+            0.5,
             "wall time a joint state waits for its /odom before it is answered with the latest one (s)",
             0.001,
             10.0,
