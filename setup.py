@@ -48,6 +48,7 @@ setup(
             "joint_hold_controller = humanoid_control.joint_hold_node:main",
             "policy_runner = humanoid_policy.policy_runner_node:main",
             "state_estimator = humanoid_control.state_estimator_node:main",
+            "wbc_controller = humanoid_control.wbc_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launch_runner:main",
             "humanoid-bench = humanoid_bringup.bench:main",

@@ -384,10 +384,46 @@ def main(argv: list[str] | None = None) -> int:
         "--friction-patch",
         default=None,
         help="'x_min,x_max,y_min,y_max,friction' of the second run's patch, or none (default: "
-        "the documented patch on the script's turn)",
+        "the documented patch across the forward walk)",
     )
+    push = sub.add_parser(
+        "push", help="WBC: bisect the largest survived 0.1 s pelvis push per direction (ROS graph, lockstep)"
+    )
+    push.add_argument("--controller", default="wbc_stand", choices=["wbc_stand"])
+    push.add_argument("--robot", default="g1")
+    push.add_argument("--out", default="results/eval")
+    push.add_argument("--iterations", type=int, default=5, help="bisection steps per direction")
+    push.add_argument(
+        "--directions",
+        default="front,back,left,right",
+        help="comma-separated subset of front,back,left,right",
+    )
+    stand = sub.add_parser("stand", help="WBC: stand through the graph; CoM error vs ground truth")
+    stand.add_argument("--controller", default="wbc_stand", choices=["wbc_stand"])
+    stand.add_argument("--robot", default="g1")
+    stand.add_argument("--out", default="results/eval")
+    stand.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args(argv)
     from humanoid_control.robot_config import ConfigError, load_robot_config
+
+    if args.evaluation in ("push", "stand"):
+        from humanoid_bringup.push_eval import run_push_eval, run_stand_eval
+
+        def err(m: str) -> None:
+            print(m, file=sys.stderr, flush=True)
+
+        if args.evaluation == "push":
+            res = run_push_eval(
+                Path(args.out) / "push_wbc_stand",
+                robot=args.robot,
+                directions=tuple(d for d in args.directions.split(",") if d),
+                iterations=args.iterations,
+                log=err,
+            )
+        else:
+            res = run_stand_eval(Path(args.out) / "stand_wbc_stand", args.seconds, robot=args.robot, log=err)
+        print(json.dumps(res), flush=True)
+        return 0 if not res.get("fell", False) else 1
 
     if args.evaluation == "estimator":
         from humanoid_bringup.estimator_eval import DEFAULT_PATCH, run_estimator_eval

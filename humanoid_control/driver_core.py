@@ -204,6 +204,7 @@ class DriverCore:
         self.last_command_tick = -1
         self._ramp_start: np.ndarray | None = None
         self._ramp_start_tick = 0
+        self._ramp_ticks: int | None = None  # this ramp's length when not ramp_duration (respawn)
         self._damping_kd = self.stand.kd
         self._streak = 0
         self._streak_tick = -(10**9)
@@ -282,6 +283,7 @@ class DriverCore:
         if self.mode == DriverMode.RAMP:
             return True, "already ramping to the default pose"
         self.last_command = None
+        self._ramp_ticks = None
         self._ramp_start = None if q_measured is None else np.array(q_measured, dtype=float)
         self._enter(DriverMode.RAMP, "hold requested")
         return True, "ramping to the default pose, then hold"
@@ -289,8 +291,21 @@ class DriverCore:
     def reset(self, q_measured: np.ndarray | None = None) -> None:
         """Leave damping (or restart): ramp from the measured pose to the default pose, then hold."""
         self.last_command = None
+        self._ramp_ticks = None
         self._ramp_start = None if q_measured is None else np.array(q_measured, dtype=float)
         self._enter(DriverMode.RAMP, "reset")
+
+    def respawned(self, settle_s: float) -> None:
+        """The simulator put the robot back in the default pose at rest (an evaluation's reset between trials,
+        never a real robot): ``ramp`` from the default pose to itself for ``settle_s`` seconds (stand gains,
+        commands ignored but still pacing lockstep, so estimators can be reset meanwhile), then ``hold``.
+
+        Leaves any mode, damping included.
+        """
+        self.last_command = None
+        self._ramp_start = self.default.copy()
+        self._ramp_ticks = max(1, round(settle_s * self.settings.rate_hz))
+        self._enter(DriverMode.RAMP, "respawned")
 
     # ----------------------------------------------------------------- per tick
     def update(self, q: np.ndarray, dq: np.ndarray, base_tilt: float = 0.0) -> LowLevelCommand:
@@ -331,10 +346,11 @@ class DriverCore:
             if self._ramp_start is None:
                 self._ramp_start = q.copy()
                 self._ramp_start_tick = self.tick
-            n = max(1, round(self.settings.ramp_duration * self.settings.rate_hz))
+            n = self._ramp_ticks or max(1, round(self.settings.ramp_duration * self.settings.rate_hz))
             alpha = min(1.0, (self.tick - self._ramp_start_tick) / n)
             target = (1 - alpha) * self._ramp_start + alpha * self.default
             if alpha >= 1.0:
+                self._ramp_ticks = None
                 self._enter(DriverMode.HOLD, "ramp complete")
             return LowLevelCommand(target, zeros, self.stand.kp, self.stand.kd, zeros)
         if self.mode == DriverMode.HOLD:

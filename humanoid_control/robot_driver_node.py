@@ -9,6 +9,13 @@ Topics (see docs/architecture.md for the whole contract):
 - subscribes ``/joint_commands`` (sensor_msgs/JointState: position = q*, velocity = dq*, effort = tau_ff).
 - services ``~/estop``, ``~/reset`` and ``~/hold`` (std_srvs/Trigger; ``hold`` hands control back from a
   controller: ramp from the current pose to the default pose, then hold).
+- simulators only (evaluation tools, never on hardware): ``~/push`` (std_srvs/Trigger) applies the push set
+  in the parameters ``push_force`` (N, world frame, [x, y, z]) and ``push_duration_s`` (s) at the base body
+  for exactly that much simulated time, from the next physics step; each push is published on ``/sim/push``
+  (geometry_msgs/WrenchStamped, frame ``world``, stamp = simulated start time) and again with a zero force at
+  its end. ``~/respawn`` (std_srvs/Trigger) puts the robot back upright at the origin in the default pose, at
+  rest, simulated time running on; the driver then ramps (default pose to itself, stand gains, commands
+  ignored) for ``respawn_settle_s`` and holds. Both are for evaluations (repeatable trials in one graph).
 
 Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
 simulated time, and once a controller is active each tick waits until the command answering that tick's
@@ -44,6 +51,7 @@ from humanoid_control.driver_core import (
 )
 from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
+from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
 from humanoid_control.robot_model import FrictionPatch
@@ -203,6 +211,36 @@ class RobotDriverNode(Node):
             if kp0 is None or kd0 is None:
                 raise ValueError("parameters command_kp and command_kd must be given together")
             self.core.set_command_gains(list(kp0), list(kd0))
+        self.push_limits = PushLimits(timestep=self.config.simulation.timestep)
+        self.push_force = list(
+            declare(
+                self,
+                "push_force",
+                [0.0, 0.0, 0.0],
+                "simulators: force of the next ~/push (N, world frame, [x, y, z]) at the base body",
+            )
+        )
+        self.push_duration = declare(
+            self,
+            "push_duration_s",
+            0.1,
+            "simulators: duration of the next ~/push (s, a whole number of physics steps)",
+            self.push_limits.timestep,
+            self.push_limits.max_duration,
+        )
+        self.respawn_settle = declare(
+            self,
+            "respawn_settle_s",
+            0.3,
+            "simulators: after ~/respawn, ramp (default pose, stand gains, commands ignored) this long (s)",
+            0.002,
+            10.0,
+        )
+        self._pending_push: PushRequest | None = None
+        self._respawn_requested = False
+        self._push_end_tick: int | None = None
+        self.pushes = 0
+        self.respawns = 0
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         self.lock = threading.Lock()
@@ -235,6 +273,9 @@ class RobotDriverNode(Node):
                 side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", reliable)
                 for side in self.config.feet
             }
+            self.pub_push = self.create_publisher(WrenchStamped, "/sim/push", reliable)
+            self.create_service(Trigger, "~/push", self._on_push)
+            self.create_service(Trigger, "~/respawn", self._on_respawn)
         # realtime: commands are a latest-wins stream. A reliable reader holds every later sample back until a
         # lost one is repaired (head-of-line blocking; stalls of 40-340 ms measured under CPU load, tripping
         # the watchdog), so realtime reads them best-effort. Lockstep keeps them reliable: each tick waits for
@@ -266,6 +307,16 @@ class RobotDriverNode(Node):
         from rcl_interfaces.msg import SetParametersResult
 
         gains = {p.name: p.value for p in params if p.name in ("command_kp", "command_kd")}
+        push = {p.name: p.value for p in params if p.name in ("push_force", "push_duration_s")}
+        if push:
+            try:
+                validate_push(
+                    push.get("push_force", self.push_force),
+                    push.get("push_duration_s", self.push_duration),
+                    self.push_limits,
+                )
+            except PushError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
         for p in params:
             if p.name == "gain_profile":
                 try:
@@ -296,6 +347,12 @@ class RobotDriverNode(Node):
                     self.lockstep_timeout = float(p.value)
                 elif p.name == "fall_tilt_deg":
                     self.settings.fall_tilt = math.radians(float(p.value))
+                elif p.name == "push_force":
+                    self.push_force = [float(v) for v in p.value]
+                elif p.name == "push_duration_s":
+                    self.push_duration = float(p.value)
+                elif p.name == "respawn_settle_s":
+                    self.respawn_settle = float(p.value)
         return SetParametersResult(successful=True)
 
     def _on_command(self, msg: JointState) -> None:
@@ -330,6 +387,43 @@ class RobotDriverNode(Node):
             self.last_seen_command_tick = -(10**9)  # the controller stopped: lockstep no longer waits for it
         self.get_logger().info(f"hold: {resp.message}")
         return resp
+
+    def _on_push(self, _req: Any, resp: Any) -> Any:
+        try:
+            request = validate_push(self.push_force, self.push_duration, self.push_limits)
+        except PushError as exc:
+            resp.success, resp.message = False, str(exc)
+            return resp
+        with self.lock:
+            self._pending_push = request  # the loop thread applies it before its next advance
+            self.command_arrived.notify_all()
+        f = request.force
+        resp.success = True
+        resp.message = (
+            f"push [{f[0]:.2f}, {f[1]:.2f}, {f[2]:.2f}] N for {request.duration:g} s "
+            f"({request.impulse:.3f} N s) from the next physics step"
+        )
+        self.get_logger().info(resp.message)
+        return resp
+
+    def _on_respawn(self, _req: Any, resp: Any) -> Any:
+        with self.command_arrived:
+            self._respawn_requested = True  # the loop thread respawns at the start of its next tick
+            self.command_arrived.notify_all()
+        resp.success, resp.message = True, "respawn at the next tick (default pose, at rest), then hold"
+        return resp
+
+    def _respawn(self) -> None:
+        """Loop thread, lock held: put the simulated robot back and hold it (see ``~/respawn``)."""
+        self._respawn_requested = False
+        self.backend.respawn(self.config.array("default"))  # type: ignore[attr-defined]
+        self._pending_push = None
+        self._push_end_tick = None
+        self.core.respawned(self.respawn_settle)
+        self.latest_command_stamp = -math.inf
+        self.last_seen_command_tick = -(10**9)
+        self.respawns += 1
+        self._last_mode = None  # publish the mode again, also when it was already hold
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:
         state = self.backend_state
@@ -393,6 +487,9 @@ class RobotDriverNode(Node):
             else:
                 tick_start = time.perf_counter()
                 self.stats.record_wake(0.0, tick_start)
+            if self._respawn_requested:
+                with self.lock:
+                    self._respawn()
             state = self.backend.read()
             self.backend_state = state
             self._publish_state(state)
@@ -423,8 +520,18 @@ class RobotDriverNode(Node):
                         self.command_arrived.wait(remaining)
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
                 mode, reason = self.core.mode, self.core.mode_reason
+                push, self._pending_push = self._pending_push, None
+                if push is not None:
+                    self.backend.push(push)  # type: ignore[attr-defined]
             self.backend.write(command)
+            if push is not None:
+                self._publish_push(push.force, state.stamp)
+                self._push_end_tick = self.core.tick + round(push.duration / self.period) - 1
             self.backend.advance(self.period)
+            end = self._push_end_tick
+            if end is not None and self.core.tick >= end and not getattr(self.backend, "push_active", False):
+                self._push_end_tick = None
+                self._publish_push((0.0, 0.0, 0.0), self.backend_time())
             self.stats.record_sim_time(self.backend_time())
             if mode != self._last_mode:
                 self._publish_mode(mode, reason)
@@ -496,6 +603,16 @@ class RobotDriverNode(Node):
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench.torque.tolist()
             self.pub_contacts[side].publish(w)
 
+    def _publish_push(self, force: tuple[float, float, float], stamp: float) -> None:
+        """A push starting (its force) or ending (zero force) at ``stamp`` (s, simulated time)."""
+        if force != (0.0, 0.0, 0.0):
+            self.pushes += 1
+        msg = WrenchStamped()
+        msg.header.stamp = to_time_msg(stamp)
+        msg.header.frame_id = "world"
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(v) for v in force)
+        self.pub_push.publish(msg)
+
     def _publish_mode(self, mode: DriverMode, reason: str) -> None:
         self.pub_mode.publish(String(data=mode.value))
         if mode == DriverMode.DAMPING:
@@ -526,6 +643,8 @@ class RobotDriverNode(Node):
                 "estops": c.estops,
                 "faults": c.faults,
                 "lockstep_timeouts": self.lockstep_timeouts,
+                "pushes": self.pushes,
+                "respawns": self.respawns,
                 "realtime_commands_late": self.realtime_commands_late,
             }
         values.update(self.stats.summary())

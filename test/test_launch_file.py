@@ -66,6 +66,16 @@ def test_controller_and_clock_arguments() -> None:
         plan.cleanup()
 
 
+def test_wbc_stand_starts_the_estimator_and_the_wbc() -> None:
+    plan = load_launch_description(default_launch_file(), {"controller": "wbc_stand"})
+    try:
+        names = [p.name for p in plan.processes]
+        assert names == ["robot_driver", "robot_description", "state_estimator", "wbc_controller"]
+        assert plan.processes[-1].params == {"robot": "g1", "rate_hz": 500.0}
+    finally:
+        plan.cleanup()
+
+
 @pytest.mark.parametrize(
     ("arg", "match"),
     [

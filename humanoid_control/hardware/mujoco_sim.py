@@ -16,6 +16,7 @@ import numpy as np
 
 from humanoid_control.driver_core import LowLevelCommand
 from humanoid_control.hardware.base import GroundTruth, RobotBackend, RobotState, Wrench
+from humanoid_control.hardware.push import PushRequest
 from humanoid_control.robot_config import RobotConfig
 from humanoid_control.robot_model import (
     FrictionPatch,
@@ -78,6 +79,9 @@ class MujocoBackend(RobotBackend):
         self._command: LowLevelCommand | None = None
         self._tau = np.zeros(config.num_joints)
         self._foot_of_body = {int(b): side for side, b in self.mj.foot_body_ids.items()}
+        self._push_body = int(self.mj.base_body_id)
+        self._push_force = np.zeros(3)
+        self._push_steps_left = 0
         self.reset()
 
     # ------------------------------------------------------------------ control
@@ -88,7 +92,29 @@ class MujocoBackend(RobotBackend):
         self.data.qpos[:] = initial_qpos(self.config, self.mj, self._pin, joints)
         self.data.qvel[:] = 0.0
         self._command = None
+        self._push_steps_left = 0
+        self.data.xfrc_applied[:] = 0.0
         mujoco.mj_forward(self.model, self.data)
+
+    def respawn(self, joint_positions: np.ndarray | None = None) -> None:
+        """As :meth:`reset` (upright at the origin, at rest, any push cancelled) but the clock keeps running:
+        simulated time stays monotonic for everything stamped with it."""
+        now = float(self.data.time)
+        self.reset(joint_positions)
+        self.data.time = now
+        mujoco.mj_forward(self.model, self.data)
+
+    def push(self, request: PushRequest) -> None:
+        """Apply ``request.force`` (N, world frame) at the base body's centre of mass for the next
+        ``request.steps`` physics steps (exactly ``request.duration`` s of simulated time), through
+        ``xfrc_applied``; replaces a push still in progress."""
+        self._push_force[:] = request.force
+        self._push_steps_left = int(request.steps)
+
+    @property
+    def push_active(self) -> bool:
+        """A push has physics steps left."""
+        return self._push_steps_left > 0
 
     def write(self, command: LowLevelCommand) -> None:
         """Hold ``command`` until the next write (arrays in configuration joint order)."""
@@ -105,7 +131,14 @@ class MujocoBackend(RobotBackend):
             else:
                 self._tau = self._command.torque(d.qpos[qa], d.qvel[va], self.effort)
             d.ctrl[act] = self._tau
+            if self._push_steps_left > 0:
+                d.xfrc_applied[self._push_body, 0:3] = self._push_force
+                self._push_steps_left -= 1
+            else:
+                d.xfrc_applied[self._push_body, 0:3] = 0.0
             mujoco.mj_step(m, d)
+        if self._push_steps_left == 0:
+            d.xfrc_applied[self._push_body, 0:3] = 0.0
         # recompute positions, sensors and contact forces for the new state so that everything read is
         # coherent
         mujoco.mj_forward(m, d)

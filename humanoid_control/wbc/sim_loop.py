@@ -1,8 +1,8 @@
 """In-process closed loop: :class:`StandingController` on the MuJoCo backend, ground-truth state (no ROS).
 
 For tests and quick evaluations; the acceptance runs go through the ROS graph with the estimator instead.
-A push is a constant horizontal force (N, world frame) at the base body for a duration (s), applied through
-MuJoCo's ``xfrc_applied``.
+A push is a constant horizontal force (N, world frame) at the base body for a duration (s), applied by the
+backend (:meth:`~humanoid_control.hardware.mujoco_sim.MujocoBackend.push`, MuJoCo's ``xfrc_applied``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 
 from humanoid_control.driver_core import LowLevelCommand
 from humanoid_control.hardware.mujoco_sim import MujocoBackend
+from humanoid_control.hardware.push import PushLimits, validate_push
 from humanoid_control.robot_config import RobotConfig
 from humanoid_control.robot_model import quat_wxyz_to_xyzw
 from humanoid_control.wbc.command import CommandMode
@@ -60,7 +61,7 @@ def run_standing(
     gains = config.gain_profile(gain_profile)
     dt = 1.0 / rate_hz
     log = LoopLog()
-    base = backend.mj.base_body_id
+    limits = PushLimits(timestep=config.simulation.timestep)
     for k in range(round(seconds * rate_hz)):
         t = k * dt
         s = backend.read()
@@ -76,8 +77,8 @@ def run_standing(
         )
         cmd = ctl.step(q, v)
         backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))
-        active = push is not None and push.start <= t < push.start + push.duration
-        backend.data.xfrc_applied[base, 0:2] = push.force if active and push is not None else (0.0, 0.0)
+        if push is not None and k == round(push.start * rate_hz):
+            backend.push(validate_push((*push.force, 0.0), push.duration, limits))
         backend.advance(dt)
         bal = ctl.balance.state
         assert bal is not None and ctl.last_output is not None

@@ -1,0 +1,383 @@
+"""Whole-body controller node (``wbc_controller``): standing balance with the QP of :mod:`.wbc`.
+
+Topics:
+
+- subscribes ``/joint_states`` (sensor_msgs/JointState), ``/odom`` (nav_msgs/Odometry from the state
+  estimator: pose of the base in the ``odom`` frame, twist in the base frame; never ``/sim/*``) and
+  ``<driver>/mode`` (latched);
+- publishes ``/joint_commands`` (sensor_msgs/JointState, all joints: position = q*, velocity = dq* integrated
+  from the QP accelerations over one tick, effort = tau_ff from the QP; stamped with the joint state it
+  answers), ``~/state`` (std_msgs/String, latched: ``wait``, ``run``, ``fault``), ``/diagnostics`` (1 Hz of
+  the driver clock: QP status, tick and solve times, iterations, failure and refusal counters) and, when
+  ``visualization_msgs`` is installed, ``/wbc/markers`` (visualization_msgs/MarkerArray in the ``odom``
+  frame at ``marker_rate_hz``: CoM, capture point, its reference, CoP, CMP, support polygon, sole contact
+  forces).
+
+Pairing: each joint state is answered once the ``/odom`` of the same stamp (or a newer one) has arrived, so in
+lockstep the driver, the estimator and this node advance tick by tick. If the next joint state arrives first,
+the older one is answered with the latest ``/odom`` (refused when older than ``max_odom_age_s``).
+
+Gains: at start-up the node sets the driver's ``gain_profile`` parameter to its own ``gain_profile`` (``low``
+of the robot configuration by default: the QP's feed-forward torques do the work, the PD terms only correct
+within a tick) through ``<driver>/set_parameters_atomically`` and sends nothing before the driver accepted it.
+
+Services (std_srvs/Trigger): ``~/reset`` (leave ``fault``). States and the failure policy:
+:mod:`humanoid_control.wbc.runner`; on ``fault`` the node calls ``<driver>/estop``.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import Odometry
+from rcl_interfaces.srv import SetParametersAtomically
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from humanoid_control.robot_config import load_robot_config
+from humanoid_control.ros_utils import declare, from_time_msg, run_node
+from humanoid_control.wbc.balance import BalanceSettings
+from humanoid_control.wbc.command import CommandSettings
+from humanoid_control.wbc.controller import StandingController
+from humanoid_control.wbc.markers import MarkerSet, marker_set
+from humanoid_control.wbc.runner import OdomSample, WbcRunner, WbcRunnerSettings, WbcState, reorder
+
+try:  # optional: ros-visualization-msgs
+    from visualization_msgs.msg import Marker, MarkerArray
+except ImportError:  # pragma: no cover - depends on the installation
+    Marker = MarkerArray = None
+
+
+class WbcNode(Node):
+    """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`."""
+
+    def __init__(self) -> None:
+        super().__init__("wbc_controller")
+        robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
+        self.driver = declare(
+            self, "driver", "/robot_driver", "robot driver node name", read_only=True
+        ).rstrip("/")
+        rate = declare(
+            self, "rate_hz", 500.0, "control rate = driver loop rate (Hz)", 50.0, 2000.0, read_only=True
+        )
+        self.gain_profile = declare(
+            self, "gain_profile", "low", "driver gain profile applied to this node's commands", read_only=True
+        )
+        runner_settings = WbcRunnerSettings(
+            max_odom_age_s=declare(
+                self, "max_odom_age_s", 0.02, "joint state newer than /odom by more -> refused (s)", 0.0, 1.0
+            ),
+            max_bad_ticks=declare(
+                self, "max_bad_ticks", 10, "consecutive refused ticks before fault", 0, 10000
+            ),
+        )
+        command = CommandSettings(
+            dt=1.0 / rate,
+            max_hold_ticks=declare(
+                self, "max_hold_ticks", 5, "QP failures bridged by the last safe command", 0, 100
+            ),
+        )
+        balance = BalanceSettings(
+            dcm_gain=declare(self, "dcm_gain", BalanceSettings.dcm_gain, "DCM gain k/omega", 0.0, 20.0),
+            hip_strategy=declare(self, "hip_strategy", True, "angular momentum (hip) strategy"),
+        )
+        self.marker_period = 1.0 / max(
+            1e-6,
+            declare(self, "marker_rate_hz", 10.0, "MarkerArray rate (Hz, driver clock); 0 = off", 0.0, 500.0),
+        )
+        self.markers_on = self.marker_period < 1e5 and MarkerArray is not None
+        self.config = load_robot_config(robot)
+        self.controller = StandingController(self.config, balance=balance, command=command)
+        self.runner = WbcRunner(self.controller, runner_settings)
+        self.names = list(self.config.joint_names)
+        self.driver_mode: str | None = None
+        self._pending: tuple[float, np.ndarray, np.ndarray, Any] | None = None
+        self._pending_since = 0.0
+        self._tick_us: list[float] = []
+        self._solve_us: list[float] = []
+        self._iterations: list[int] = []
+        self._last_diag = -1e9
+        self._last_marker = -1e9
+        self._published_state = ""
+        self.answered = 0
+        self.skipped = 0
+
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
+        self.pub_state = self.create_publisher(String, "~/state", latched)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_markers = self.create_publisher(MarkerArray, "/wbc/markers", 10) if self.markers_on else None
+        deep = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(
+            String,
+            f"{self.driver}/mode",
+            self._on_driver_mode,
+            QoSProfile(
+                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
+        self.create_subscription(Odometry, "/odom", self._on_odom, deep)
+        self.create_subscription(JointState, "/joint_states", self._on_joint_states, deep)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.param_client = self.create_client(
+            SetParametersAtomically, f"{self.driver}/set_parameters_atomically"
+        )
+        self.estop_client = self.create_client(Trigger, f"{self.driver}/estop")
+        self._gain_request: Any = None
+        from rclpy.clock import Clock, ClockType
+
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(0.2, self._request_gains, clock=steady)
+        self.pending_timeout = declare(
+            self,
+            "pending_timeout_s",
+            0.5,
+            "wall time a joint state waits for its /odom before it is answered with the latest one (s)",
+            0.001,
+            10.0,
+        )
+        self.create_timer(0.01, self._expire_pending, clock=steady)
+        self._publish_state()
+        gc.collect()
+        gc.freeze()
+        self.get_logger().info(
+            f"WBC for {self.config.name}: {self.controller.qp.n} QP variables, {self.controller.qp.m} "
+            f"constraint rows, {rate:g} Hz, gain profile '{self.gain_profile}', markers "
+            f"{'on' if self.markers_on else 'off'}"
+        )
+
+    # ------------------------------------------------------------------ gains
+    def _request_gains(self) -> None:
+        if (
+            self.runner.gains_ready
+            or self._gain_request is not None
+            or not self.param_client.service_is_ready()
+        ):
+            return
+        req = SetParametersAtomically.Request()
+        req.parameters = [
+            Parameter("gain_profile", Parameter.Type.STRING, self.gain_profile).to_parameter_msg()
+        ]
+        self._gain_request = self.param_client.call_async(req)
+        self._gain_request.add_done_callback(self._on_gains_set)
+
+    def _on_gains_set(self, future: Any) -> None:
+        self._gain_request = None
+        try:
+            result = future.result().result
+        except Exception as exc:
+            self.get_logger().error(f"setting the driver's gain profile failed: {exc}")
+            return
+        if result.successful:
+            self.runner.gains_ready = True
+            self.get_logger().info(f"driver applies gain profile '{self.gain_profile}' to our commands")
+        else:
+            self.get_logger().error(f"the driver refused gain profile '{self.gain_profile}': {result.reason}")
+
+    # ------------------------------------------------------------------ inputs
+    def _on_driver_mode(self, msg: String) -> None:
+        self.driver_mode = msg.data
+
+    def _on_odom(self, msg: Odometry) -> None:
+        p, o = msg.pose.pose.position, msg.pose.pose.orientation
+        v, w = msg.twist.twist.linear, msg.twist.twist.angular
+        sample = OdomSample(
+            from_time_msg(msg.header.stamp),
+            np.array([p.x, p.y, p.z]),
+            np.array([o.x, o.y, o.z, o.w]),
+            np.array([v.x, v.y, v.z]),
+            np.array([w.x, w.y, w.z]),
+        )
+        if not self.runner.set_odom(sample):
+            self.get_logger().warning(
+                f"refused /odom: {self.runner.counters.last_refusal}", throttle_duration_sec=1.0
+            )
+            return
+        if self._pending is not None and self._pending[0] <= sample.t + 1e-9:
+            pending, self._pending = self._pending, None
+            self._answer(*pending)
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        arrays = reorder(self.names, list(msg.name), msg.position, msg.velocity)
+        if isinstance(arrays, str):
+            self.runner.counters.states_refused += 1
+            self.runner.counters.last_refusal = arrays
+            self.get_logger().error(f"refused /joint_states: {arrays}", throttle_duration_sec=1.0)
+            return
+        t = from_time_msg(msg.header.stamp)
+        if self._pending is not None:  # its /odom never came: answer with the latest one (or refuse)
+            pending, self._pending = self._pending, None
+            self.skipped += 1
+            self._answer(*pending)
+        odom = self.runner.odom
+        if odom is not None and odom.t >= t - 1e-9:
+            self._answer(t, arrays[0], arrays[1], msg.header.stamp)
+        elif (
+            self.runner.gains_ready
+            and self.driver_mode not in (None, "damping")
+            and self.runner.state != WbcState.FAULT
+        ):
+            self._pending = (t, arrays[0], arrays[1], msg.header.stamp)
+            self._pending_since = time.monotonic()
+        else:
+            self._answer(t, arrays[0], arrays[1], msg.header.stamp)  # not commanding: state bookkeeping only
+
+    def _expire_pending(self) -> None:
+        """A joint state waiting for its /odom too long (the estimator dropped or skipped it, e.g. while it
+        restarts) is answered with the latest /odom - refused and counted when that is stale - instead of
+        stalling a lockstep driver until its timeout."""
+        if self._pending is not None and time.monotonic() - self._pending_since > self.pending_timeout:
+            pending, self._pending = self._pending, None
+            self.skipped += 1
+            self._answer(*pending)
+
+    # ------------------------------------------------------------------ per tick
+    def _answer(self, t: float, q: np.ndarray, dq: np.ndarray, stamp: Any) -> None:
+        t0 = time.perf_counter()
+        cmd = self.runner.update(t, q, dq, self.driver_mode)
+        if cmd is not None:
+            out = JointState(
+                name=self.names, position=cmd.q.tolist(), velocity=cmd.dq.tolist(), effort=cmd.tau_ff.tolist()
+            )
+            out.header.stamp = stamp
+            self.pub_cmd.publish(out)
+            self.answered += 1
+            res = self.controller.last_output
+            if res is not None:
+                self._tick_us.append((time.perf_counter() - t0) * 1e6)
+                self._solve_us.append(res.solve_time_s * 1e6)
+                self._iterations.append(res.iterations)
+                del self._tick_us[:-2000], self._solve_us[:-2000], self._iterations[:-2000]
+        if self.runner.estop_requested:
+            self.runner.estop_requested = False
+            self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
+            if self.estop_client.service_is_ready():
+                self.estop_client.call_async(Trigger.Request())
+            else:
+                self.get_logger().error(f"{self.driver}/estop unavailable; the driver's watchdog will damp")
+        self._publish_state()
+        if t - self._last_diag >= 1.0 or t < self._last_diag:
+            self._last_diag = t
+            self._publish_diagnostics(stamp)
+        if (
+            self.markers_on
+            and cmd is not None
+            and (t - self._last_marker >= self.marker_period or t < self._last_marker)
+        ):
+            self._last_marker = t
+            self._publish_markers(stamp)
+
+    # ------------------------------------------------------------------ services
+    def _on_reset(self, _req: Any, resp: Any) -> Any:
+        self.runner.reset()
+        self._publish_state()
+        resp.success, resp.message = True, "waiting for fresh input; reset the driver too if it is damping"
+        return resp
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_state(self) -> None:
+        state = self.runner.state.value
+        if state != self._published_state:
+            self._published_state = state
+            self.pub_state.publish(String(data=state))
+            self.get_logger().info(f"state -> {state} ({self.runner.reason})")
+
+    def diagnostic_values(self) -> dict[str, Any]:
+        """Key-values of ``/diagnostics``."""
+        res = self.controller.last_output
+        fc = self.controller.commands.counters
+        ic = self.runner.counters
+        tick = np.array(self._tick_us) if self._tick_us else np.zeros(1)
+        solve = np.array(self._solve_us) if self._solve_us else np.zeros(1)
+        its = np.array(self._iterations) if self._iterations else np.zeros(1)
+        return {
+            "state": self.runner.state.value,
+            "reason": self.runner.reason,
+            "driver_mode": self.driver_mode or "unknown",
+            "gains_set": self.runner.gains_ready,
+            "qp_status": res.status.value if res is not None else "none",
+            "tick_us_median": f"{np.median(tick):.1f}",
+            "tick_us_p99": f"{np.percentile(tick, 99):.1f}",
+            "solve_us_median": f"{np.median(solve):.1f}",
+            "iterations_median": f"{np.median(its):.0f}",
+            "iterations_max": int(its.max()),
+            "qp_solved": fc.solved,
+            "qp_failed": fc.failed,
+            "qp_failed_longest_run": fc.longest,
+            "qp_damping_requests": fc.damping_requests,
+            "faults": ic.faults,
+            "states_refused": ic.states_refused,
+            "odom_refused": ic.odom_refused,
+            "odom_stale": ic.odom_stale,
+            "last_refusal": ic.last_refusal,
+            "answered": self.answered,
+            "answered_without_matching_odom": self.skipped,
+        }
+
+    def _publish_diagnostics(self, stamp: Any) -> None:
+        status = DiagnosticStatus(name="wbc_controller", hardware_id=self.config.name)
+        if self.runner.state == WbcState.FAULT:
+            status.level, status.message = DiagnosticStatus.ERROR, f"fault: {self.runner.reason}"
+        elif self.controller.commands.counters.failed:
+            status.level, status.message = DiagnosticStatus.WARN, f"{self.runner.state.value}, QP failures"
+        else:
+            status.level, status.message = DiagnosticStatus.OK, self.runner.state.value
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in self.diagnostic_values().items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = stamp
+        self.pub_diag.publish(msg)
+
+    def _publish_markers(self, stamp: Any) -> None:
+        bal, out = self.controller.balance.state, self.controller.last_output
+        if bal is None or out is None or self.pub_markers is None:
+            return
+        dyn = self.controller.qp.dyn
+        ms = marker_set(
+            bal, {s: dyn.contact_points_world(s) for s in dyn.sides}, out.forces, dyn.mass * dyn.gravity
+        )
+        self.pub_markers.publish(_marker_array(ms, stamp))
+
+
+def _marker_array(ms: MarkerSet, stamp: Any) -> Any:
+    """visualization_msgs/MarkerArray of a :class:`MarkerSet` (frame ``odom``)."""
+    from geometry_msgs.msg import Point
+
+    arr = MarkerArray()
+    for i, m in enumerate(ms.markers):
+        mk = Marker()
+        mk.header.stamp = stamp
+        mk.header.frame_id = "odom"
+        mk.ns, mk.id, mk.action = m.ns, i, Marker.ADD
+        mk.type = {"sphere": Marker.SPHERE, "line_strip": Marker.LINE_STRIP, "arrow": Marker.ARROW}[m.kind]
+        mk.pose.orientation.w = 1.0
+        if m.kind == "sphere":
+            mk.pose.position.x, mk.pose.position.y, mk.pose.position.z = (float(v) for v in m.points[0])
+            mk.scale.x = mk.scale.y = mk.scale.z = m.size
+        else:
+            mk.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in m.points]
+            mk.scale.x = m.size
+            if m.kind == "arrow":
+                mk.scale.y, mk.scale.z = 2 * m.size, 3 * m.size
+        mk.color.r, mk.color.g, mk.color.b, mk.color.a = m.rgba
+        arr.markers.append(mk)
+    return arr
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``ros2 run humanoid_stack wbc_controller``."""
+    return run_node(WbcNode, args, "wbc_controller")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
