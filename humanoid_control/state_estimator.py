@@ -65,14 +65,22 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def so3_exp(w: np.ndarray) -> np.ndarray:
-    """Rotation matrix of the rotation vector ``w`` (rad)."""
+    """Rotation matrix of the rotation vector ``w`` (rad): Rodrigues, in floats (one array made)."""
     x, y, z = float(w[0]), float(w[1]), float(w[2])
-    angle = math.sqrt(x * x + y * y + z * z)
-    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    if angle < 1e-10:
-        return _I3 + k
-    k /= angle
-    return _I3 + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+    t2 = x * x + y * y + z * z
+    if t2 < 1e-20:
+        return np.array([[1.0, -z, y], [z, 1.0, -x], [-y, x, 1.0]])
+    t = math.sqrt(t2)
+    a = math.sin(t) / t
+    b = (1.0 - math.cos(t)) / t2
+    bxy, bxz, byz = b * x * y, b * x * z, b * y * z
+    return np.array(
+        [
+            [1.0 - b * (y * y + z * z), bxy - a * z, bxz + a * y],
+            [bxy + a * z, 1.0 - b * (x * x + z * z), byz - a * x],
+            [bxz - a * y, byz + a * x, 1.0 - b * (x * x + y * y)],
+        ]
+    )
 
 
 def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -246,7 +254,7 @@ class ContactEKF:
         self.noise = noise or EstimatorNoise()
         self.x = state or FilterState()
         self.contact = np.zeros(N_FEET, dtype=bool)
-        self.last_innovation = np.zeros(3 * N_FEET)
+        self._innovation: tuple[list[int], np.ndarray] = ([], np.zeros(0))  # feet updated, residual
         self.last_a_world = np.zeros(
             3
         )  # acceleration of the IMU in the world at the last propagation (m/s^2)
@@ -315,16 +323,24 @@ class ContactEKF:
                 )
         self.contact = contact
 
-    def update(self, foot_body: list[np.ndarray]) -> np.ndarray:
+    @property
+    def last_innovation(self) -> np.ndarray:
+        """Kinematic innovation of the last update (m): 3 per foot, zeros for feet not updated."""
+        rows, r = self._innovation
+        out = np.zeros(3 * N_FEET)
+        for j, i in enumerate(rows):
+            out[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
+        return out
+
+    def update(self, foot_body: list[np.ndarray]) -> None:
         """Kinematic update with the measured sole positions in the IMU frame (m) of the feet in contact.
 
-        Returns the innovation (3 per foot; zeros for feet not in contact).
+        The innovation is then :attr:`last_innovation`.
         """
         rows = [i for i in range(N_FEET) if self.contact[i]]
-        innovation = np.zeros(3 * N_FEET)
         if not rows:
-            self.last_innovation = innovation
-            return innovation
+            self._innovation = ([], np.zeros(0))
+            return
         x = self.x
         key = tuple(rows)
         cached = self._h_cache.get(key)
@@ -359,10 +375,7 @@ class ContactEKF:
         p_new = x.P - k @ hp
         x.apply(dx)
         x.P = p_new  # symmetrised at the next propagation
-        for j, i in enumerate(rows):  # the kinematic part of the innovation
-            innovation[3 * i : 3 * i + 3] = r[3 * j : 3 * j + 3]
-        self.last_innovation = innovation
-        return innovation
+        self._innovation = (rows, r)
 
 
 def _as_slice(idx: np.ndarray) -> Any:
