@@ -441,6 +441,7 @@ class LegKinematics:
         imu_joint = self.model.frames[self.pm.imu_frame_id].parentJoint
         self._base_fixed_to_imu = imu_joint == self.model.frames[self.base_frame_id].parentJoint
         self._base_in_imu: tuple[np.ndarray, np.ndarray] | None = None
+        self.base_aligned_with_imu = False  # base axes = IMU axes (set by base_in_imu)
         self._imu: tuple[np.ndarray, np.ndarray] | None = None  # (R_iw, p_wi) of the IMU in the base frame
         self._sole_h: list[np.ndarray] = []
 
@@ -510,6 +511,7 @@ class LegKinematics:
         base = self.data.oMf[self.base_frame_id]
         rel = imu.actInv(base)
         out = (rel.rotation.copy(), rel.translation.copy())
+        self.base_aligned_with_imu = bool(np.allclose(out[0], _I3, atol=1e-12))
         if self._base_fixed_to_imu:
             self._base_in_imu = out
         return out
@@ -698,23 +700,21 @@ class StateEstimator:
     def estimate(self, stamp: float, gyro: np.ndarray) -> BaseEstimate:
         """The base state now (after :meth:`predict` / :meth:`correct`); ``gyro`` for the angular velocity."""
         x = self.ekf.x
-        contact = self.ekf.contact.copy()
-        forces = self.forces
         r_bi, t_bi = self.kin.base_in_imu()
         w = gyro - x.bg
-        rot = x.R @ r_bi
-        pos = x.p + x.R @ t_bi
-        v_world = x.v + x.R @ cross(w, t_bi)
+        # base velocity in the base frame: r_bi^T (R^T v + w x t_bi); x.R is replaced, never changed in place
+        v_imu = x.R.T @ x.v + cross(w, t_bi)
+        aligned = self.kin.base_aligned_with_imu
         cov = np.zeros((6, 6))
         cov[:3, :3] = x.P[P : P + 3, P : P + 3]
         cov[3:, 3:] = x.R @ x.P[TH : TH + 3, TH : TH + 3] @ x.R.T
         return BaseEstimate(
             stamp=stamp,
-            position=pos,
-            rotation=rot,
-            linear_velocity=rot.T @ v_world,
-            angular_velocity=r_bi.T @ w,
-            contact=contact,
-            forces=forces,
+            position=x.p + x.R @ t_bi,
+            rotation=x.R if aligned else x.R @ r_bi,
+            linear_velocity=v_imu if aligned else r_bi.T @ v_imu,
+            angular_velocity=w if aligned else r_bi.T @ w,
+            contact=self.ekf.contact.copy(),
+            forces=self.forces,
             covariance=cov,
         )
