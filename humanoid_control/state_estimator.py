@@ -258,7 +258,8 @@ class ContactEKF:
         self.last_a_world = np.zeros(
             3
         )  # acceleration of the IMU in the world at the last propagation (m/s^2)
-        self._q_cache: dict[tuple[bool, bool], np.ndarray] = {}  # noise is fixed after construction
+        self._q_cache: dict[tuple[bool, bool, float], np.ndarray] = {}  # noise * dt, by contacts and dt
+        self._ticks = 0
         self._f: np.ndarray | None = None  # transition matrix, reused
         self._f_dt = -1.0  # the time step its constant blocks were written for
         self._h_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, Any, bool]] = {}
@@ -278,13 +279,13 @@ class ContactEKF:
             self._f_dt = dt
             f[TH : TH + 3, BG : BG + 3] = -_I3 * dt
             f[P : P + 3, V : V + 3] = _I3 * dt
-        r_a = x.R @ skew(a)
+        # blocks written in place (np.multiply's out=): one numpy call each
         f[TH : TH + 3, TH : TH + 3] = exp_w_dt.T
-        f[V : V + 3, TH : TH + 3] = r_a_dt = -dt * r_a
-        f[V : V + 3, BA : BA + 3] = r_dt = -dt * x.R
-        f[P : P + 3, TH : TH + 3] = (0.5 * dt) * r_a_dt
-        f[P : P + 3, BA : BA + 3] = (0.5 * dt) * r_dt
-        key = (bool(self.contact[0]), bool(self.contact[1]))
+        np.multiply(x.R @ skew(a), -dt, out=f[V : V + 3, TH : TH + 3])
+        np.multiply(x.R, -dt, out=f[V : V + 3, BA : BA + 3])
+        np.multiply(f[V : V + 3, TH : TH + 3], 0.5 * dt, out=f[P : P + 3, TH : TH + 3])
+        np.multiply(f[V : V + 3, BA : BA + 3], 0.5 * dt, out=f[P : P + 3, BA : BA + 3])
+        key = (bool(self.contact[0]), bool(self.contact[1]), dt)
         q = self._q_cache.get(key)
         if q is None:  # process noise densities, by contact state
             q = np.zeros(DIM)
@@ -295,6 +296,9 @@ class ContactEKF:
                 q[F0 + 3 * i : F0 + 3 * i + 3] = walk**2
             q[BG : BG + 3] = n.gyro_bias_walk**2
             q[BA : BA + 3] = n.accel_bias_walk**2
+            q *= dt  # discrete: density^2 dt
+            if len(self._q_cache) > 64:  # time steps vary (stamps): keep the cache small
+                self._q_cache.clear()
             self._q_cache[key] = q
         # mean (propagate_mean, inline): position, velocity, then orientation
         a_world = self.last_a_world = x.R @ a + GRAVITY
@@ -303,9 +307,11 @@ class ContactEKF:
         x.R = x.R @ exp_w_dt
         # the accelerometer noise enters rotated into the world frame: R (s^2 I) R^T = s^2 I, still diagonal
         p = f @ x.P @ f.T
-        p[_DIAG] += q * dt
-        p += p.T
-        p *= 0.5
+        p[_DIAG] += q
+        self._ticks += 1
+        if self._ticks % 16 == 0:  # rounding makes P drift from symmetric, slowly: symmetrise now and then
+            p += p.T
+            p *= 0.5
         x.P = p
 
     def set_contact(self, contact: np.ndarray, foot_body: list[np.ndarray]) -> None:
@@ -362,9 +368,9 @@ class ContactEKF:
             y = rt @ (x.feet[i] - x.p)
             s = 3 * j
             h[s : s + 3, TH : TH + 3] = skew(y)
-            h[s : s + 3, P : P + 3] = -rt
+            np.negative(rt, out=h[s : s + 3, P : P + 3])
             h[s : s + 3, F0 + 3 * i : F0 + 3 * i + 3] = rt
-            r[s : s + 3] = foot_body[i] - y
+            np.subtract(foot_body[i], y, out=r[s : s + 3])
         if flat:
             r[3 * len(rows) :] = -x.feet[rows, 2]
         hp = h @ x.P
