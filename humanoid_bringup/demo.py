@@ -10,7 +10,12 @@ controller) in lockstep, each node in its own process, records the graph from a 
 - ``walk/``: the G1 walking with a learned policy (``--policy``, default ``holosoma/g1_fastsac``) through the
   policy runner along a short command script (stand, forward 0.5 m/s, turn 0.5 rad/s, stop):
   ``velocity_tracking_*.png`` (commanded vs achieved), ``trajectory_*.png``, ``robot_walking.png``, and the
-  ``walk`` entry of ``summary.json`` (the ``humanoid-eval locomotion`` figures).
+  ``walk`` entry of ``summary.json`` (the ``humanoid-eval locomotion`` figures);
+- ``wbc/``: the whole-body controller standing on the state estimator's ``/odom`` (driver, estimator and
+  WBC in their own processes, lockstep) and recovering from a 0.1 s push at the pelvis of
+  ``--push-fraction`` (0.5) of the direction's LIPM bound (``--push-direction``, default front):
+  ``push_<direction>.png`` (CoM and capture point against the support polygon's edge) and the ``wbc``
+  entry of ``summary.json``.
 
 The last line of stdout is the summary as one JSON object.
 """
@@ -186,6 +191,36 @@ def _plots(
     plt.close(fig)
 
 
+def run_wbc_demo(out: Path, robot: str, direction: str, fraction: float) -> dict[str, Any]:
+    """The WBC stands and takes one push through the graph (``humanoid_bringup.push_eval``); its figures."""
+    from humanoid_bringup.push_eval import PUSH_DURATION_S, Kinematics, WbcGraph, plot_push, run_trial
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.wbc.balance import push_impulse_bounds
+
+    config = load_robot_config(robot)
+    kin = Kinematics(config)
+    bound = push_impulse_bounds(config, kin.pmodel, PUSH_DURATION_S)[direction]
+    impulse = fraction * bound["bound_Ns"]
+    graph = WbcGraph(out, robot)
+    try:
+        graph.start()
+        trial = run_trial(graph, kin, direction, impulse, config)
+    finally:
+        graph.stop()
+    result: dict[str, Any] = {
+        "controller": "wbc_stand",
+        "push_direction": direction,
+        "push_Ns": round(impulse, 3),
+        "bound_Ns": round(bound["bound_Ns"], 3),
+        "survived": trial.survived,
+        "reason": trial.reason,
+    }
+    if trial.series.get("t"):
+        plot_push(out / f"push_{direction}.png", direction, trial, bound)
+        result["pictures"] = [f"wbc/push_{direction}.png"]
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; print the summary JSON as the last line."""
     parser = argparse.ArgumentParser(
@@ -201,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
         default="holosoma/g1_fastsac",
         help="learned policy for the walking part ('none' skips it)",
     )
+    parser.add_argument("--push-direction", default="front", choices=["front", "back", "left", "right"])
+    parser.add_argument(
+        "--push-fraction",
+        type=float,
+        default=0.5,
+        help="WBC push as a fraction of the LIPM bound; 0 skips it",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -209,11 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.policy != "none":
         summary["walk"] = run_walk_demo(out / "walk", args.policy, args.clock, args.robot)
+    if args.push_fraction > 0:
+        summary["wbc"] = run_wbc_demo(out / "wbc", args.robot, args.push_direction, args.push_fraction)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"results written to {out.resolve()}", file=sys.stderr)
     print(json.dumps(summary))
     ok = summary["stand"]["stood"] and not summary["stand"]["fell"]
-    return 0 if ok and not summary.get("walk", {}).get("fell", False) else 1
+    ok = ok and not summary.get("walk", {}).get("fell", False)
+    return 0 if ok and summary.get("wbc", {}).get("survived", True) else 1
 
 
 if __name__ == "__main__":

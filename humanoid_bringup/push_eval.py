@@ -429,7 +429,7 @@ def bisect_direction(
     return lo, trials, best
 
 
-def _plot_push(path: Path, direction: str, trial: Trial, bound: dict[str, float]) -> None:
+def plot_push(path: Path, direction: str, trial: Trial, bound: dict[str, float]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -497,7 +497,7 @@ def run_push_eval(
             }
             if best is not None:
                 png = Path(out_dir) / f"push_{direction}.png"
-                _plot_push(png, direction, best, b)
+                plot_push(png, direction, best, b)
                 result[direction]["plot"] = str(png)
         diag = g.probe.last_diagnostics()
     finally:
