@@ -12,6 +12,8 @@ into views of the QP's dense buffers (``fill``), so the sparse pattern never cha
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from humanoid_control.wbc.dynamics import RobotDynamics
@@ -64,7 +66,7 @@ class ContactForceMap:
             np.matmul(fs.jacobian.T, G, out=self.JtG[side])
 
 
-class Constraint:
+class Constraint(ABC):
     """Base class: ``rows`` constraint rows; ``pattern()`` (rows, n) bool.
 
     The QP binds each constraint once to its rows of the dense buffers (:meth:`bind`); :meth:`fill` then
@@ -77,15 +79,17 @@ class Constraint:
     lower: np.ndarray
     upper: np.ndarray
 
+    @abstractmethod
     def pattern(self) -> np.ndarray:
-        raise NotImplementedError
+        """Which entries of the (rows, n) block can be non-zero (the QP's fixed sparsity)."""
 
     def bind(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
         """Views (rows, n), (rows,), (rows,) of the QP's constraint matrix and bounds."""
         self.A, self.lower, self.upper = A, lower, upper
 
+    @abstractmethod
     def fill(self) -> None:
-        raise NotImplementedError
+        """Write this tick's rows and bounds into the bound views."""
 
 
 class _DynamicsRows(Constraint):

@@ -11,13 +11,15 @@ A weight of 0 disables a task without changing the QP's sparsity.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 import pinocchio as pin
 
 from humanoid_control.wbc.dynamics import RobotDynamics
 
 
-class Task:
+class Task(ABC):
     """Base class: ``dim`` rows over ``qdd``; per-row ``weights`` (dimensionless scale of the cost)."""
 
     dim: int = 0
@@ -30,9 +32,9 @@ class Task:
         """Same weight on every row (0 disables the task)."""
         self.weights[:] = weight
 
+    @abstractmethod
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
         """Write the task Jacobian ``J`` (dim, nv) and target ``b`` (dim,) for this tick."""
-        raise NotImplementedError
 
 
 class ComTask(Task):
