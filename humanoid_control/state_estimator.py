@@ -1,7 +1,8 @@
 """Contact-aided extended Kalman filter for the floating base: IMU propagation, leg-kinematics updates.
 
-Work in progress of the state-estimation issue: this is the pure core (numpy only); the node, contact
-detection from joint torques and the evaluation are not written yet.
+The pure core (numpy, pinocchio; no rclpy): :class:`ContactEKF` (the filter), :class:`LegKinematics` (sole
+kinematics and foot forces from joint torques), :class:`ContactDetector` and :class:`StateEstimator` (one
+call per tick). ``state_estimator_node`` wraps it in ROS 2; ``estimator_eval.replay`` runs it offline.
 
 State (world frame W, IMU frame B; the filter tracks the IMU frame):
 
@@ -45,7 +46,6 @@ N_FEET = 2
 DIM = 21
 TH, V, P, F0, BG, BA = 0, 3, 6, 9, 15, 18
 _EYE_DIM = np.eye(DIM)
-_DIAG = np.diag_indices(DIM)
 
 
 _I3 = np.eye(3)
@@ -91,6 +91,14 @@ def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _, _, x, info = lapack.dgesv(a, b)
     if info != 0:
         return np.linalg.lstsq(a, b, rcond=None)[0]
+    return x
+
+
+def solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a^-1 b`` for a small symmetric positive definite ``a`` (LAPACK ``posv``); else as :func:`solve`."""
+    _, x, info = lapack.dposv(a, b)
+    if info != 0:
+        return solve(a, b)
     return x
 
 
@@ -262,7 +270,9 @@ class ContactEKF:
         self._ticks = 0
         self._f: np.ndarray | None = None  # transition matrix, reused
         self._f_dt = -1.0  # the time step its constant blocks were written for
-        self._h_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, Any, bool]] = {}
+        self._f_views: tuple[np.ndarray, np.ndarray] | None = None  # its blocks that change each tick
+        self._f_coef = np.zeros((2, 1, 1))
+        self._h_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, Any, bool]] = {}  # by contacts
 
     def propagate(self, gyro: np.ndarray, accel: np.ndarray, dt: float) -> None:
         """IMU step: gyro (rad/s) and specific force (m/s^2) in the IMU frame, held over ``dt`` (s)."""
@@ -279,12 +289,17 @@ class ContactEKF:
             self._f_dt = dt
             f[TH : TH + 3, BG : BG + 3] = -_I3 * dt
             f[P : P + 3, V : V + 3] = _I3 * dt
-        # blocks written in place (np.multiply's out=): one numpy call each
+        # blocks written in place: the velocity and position rows of a column block in one numpy call each
+        # (views of rows V..P+3 as 2 stacked 3 x 3 blocks, times [-dt, -dt^2 / 2])
+        if self._f_views is None or self._f_coef[0, 0, 0] != -dt:
+            self._f_views = (
+                f[V : P + 3, TH : TH + 3].reshape(2, 3, 3),
+                f[V : P + 3, BA : BA + 3].reshape(2, 3, 3),
+            )
+            self._f_coef = np.array([-dt, -0.5 * dt * dt]).reshape(2, 1, 1)
         f[TH : TH + 3, TH : TH + 3] = exp_w_dt.T
-        np.multiply(x.R @ skew(a), -dt, out=f[V : V + 3, TH : TH + 3])
-        np.multiply(x.R, -dt, out=f[V : V + 3, BA : BA + 3])
-        np.multiply(f[V : V + 3, TH : TH + 3], 0.5 * dt, out=f[P : P + 3, TH : TH + 3])
-        np.multiply(f[V : V + 3, BA : BA + 3], 0.5 * dt, out=f[P : P + 3, BA : BA + 3])
+        np.multiply(self._f_coef, x.R @ skew(a), out=self._f_views[0])
+        np.multiply(self._f_coef, x.R, out=self._f_views[1])
         key = (bool(self.contact[0]), bool(self.contact[1]), dt)
         q = self._q_cache.get(key)
         if q is None:  # process noise densities, by contact state
@@ -306,8 +321,9 @@ class ContactEKF:
         x.v = x.v + a_world * dt
         x.R = x.R @ exp_w_dt
         # the accelerometer noise enters rotated into the world frame: R (s^2 I) R^T = s^2 I, still diagonal
-        p = f @ x.P @ f.T
-        p[_DIAG] += q
+        p = f @ x.P @ f.T  # a new C-contiguous array: ravel() is a view, its diagonal every DIM + 1
+        diag = p.ravel()[:: DIM + 1]
+        diag += q
         self._ticks += 1
         if self._ticks % 16 == 0:  # rounding makes P drift from symmetric, slowly: symmetrise now and then
             p += p.T
@@ -359,24 +375,27 @@ class ContactEKF:
                 for j, i in enumerate(rows):
                     h0[3 * len(rows) + j, F0 + 3 * i + 2] = 1.0
                     variances[3 * len(rows) + j] = self.noise.ground_height**2  # type: ignore[operator]
-            cached = self._h_cache[key] = (h0, variances, np.diag_indices(m), flat)
-        h0, variances, diag, flat = cached
+            cached = self._h_cache[key] = (h0, variances, _as_slice(np.array(rows)), flat)
+        h0, variances, feet_rows, flat = cached
         h = h0.copy()
         r = np.empty(h.shape[0])
         rt = x.R.T
+        neg_rt = -rt
+        ys = (x.feet - x.p) @ x.R  # predicted soles in the IMU frame, R^T (f_i - p), one row per foot
         for j, i in enumerate(rows):  # d y_i = [y_i]x dtheta - R^T dp + R^T df_i (module docstring)
-            y = rt @ (x.feet[i] - x.p)
+            y = ys[i]
             s = 3 * j
             h[s : s + 3, TH : TH + 3] = skew(y)
-            np.negative(rt, out=h[s : s + 3, P : P + 3])
+            h[s : s + 3, P : P + 3] = neg_rt
             h[s : s + 3, F0 + 3 * i : F0 + 3 * i + 3] = rt
             np.subtract(foot_body[i], y, out=r[s : s + 3])
         if flat:
-            r[3 * len(rows) :] = -x.feet[rows, 2]
+            np.negative(x.feet[feet_rows, 2], out=r[3 * len(rows) :])
         hp = h @ x.P
-        s_mat = hp @ h.T
-        s_mat[diag] += variances
-        k = solve(s_mat, hp).T
+        s_mat = hp @ h.T  # a new C-contiguous array: its diagonal is every (m + 1)-th element of ravel()
+        s_diag = s_mat.ravel()[:: s_mat.shape[0] + 1]
+        s_diag += variances
+        k = solve_spd(s_mat, hp).T
         dx = k @ r
         p_new = x.P - k @ hp
         x.apply(dx)
@@ -407,23 +426,51 @@ class LegKinematics:
     def __init__(self, config: object) -> None:
         import pinocchio as pin
 
+        from humanoid_control.robot_config import ConfigError
         from humanoid_control.robot_model import load_pinocchio_model
 
         self.pin = pin
         self.config = config
         self.pm = load_pinocchio_model(config)  # type: ignore[arg-type]
-        self.model = self.pm.model
-        self.data = self.model.createData()
+        full = self.pm.model
+        self.mass = float(pin.computeTotalMass(full))
         self.sides = list(self.pm.sole_frame_ids)
-        self.mass = float(pin.computeTotalMass(self.model))
+        # Only the joints between the base and the soles / the IMU matter here: the sole poses, their
+        # Jacobians and the leg joints' gravity torques (each leg joint carries the bodies below it only).
+        # The other joints (arms, waist, ...) are locked, their bodies merged into their parents: the
+        # kinematic tree pinocchio walks each tick is about half as long for the G1.
+        keep: set[int] = set()
+        for fid in [*self.pm.sole_frame_ids.values(), self.pm.imu_frame_id]:
+            joint = full.frames[fid].parentJoint
+            while joint > 0:
+                keep.add(joint)
+                joint = full.parents[joint]
+        locked = [j for j in range(2, full.njoints) if j not in keep]
+        model = pin.buildReducedModel(full, locked, pin.neutral(full)) if locked else full
+        self.model = model
+        self.data = self.model.createData()
+        sole_ids = {
+            side: model.getFrameId(full.frames[fid].name) for side, fid in self.pm.sole_frame_ids.items()
+        }
+        self._imu_frame_id = model.getFrameId(full.frames[self.pm.imu_frame_id].name)
+        # the kept joints: their places in the configuration order of the inputs, and in the model's q / v
+        names = list(config.joint_names)  # type: ignore[attr-defined]
+        inputs, q_idx, v_idx = [], [], []
+        for k, name in enumerate(names):
+            if model.existJointName(name):
+                jid = model.getJointId(name)
+                inputs.append(k)
+                q_idx.append(model.joints[jid].idx_q)
+                v_idx.append(model.joints[jid].idx_v)
+        self._inputs = _as_slice(np.array(inputs))
         # leg joints: the joints on the path from the base to each sole (indices into v)
         self.leg_v: dict[str, np.ndarray] = {}
-        for side, fid in self.pm.sole_frame_ids.items():
-            joint = self.model.frames[fid].parentJoint
+        for side, fid in sole_ids.items():
+            joint = model.frames[fid].parentJoint
             idx = []
             while joint > 1:  # stop at the free flyer
-                idx.append(self.model.joints[joint].idx_v)
-                joint = self.model.parents[joint]
+                idx.append(model.joints[joint].idx_v)
+                joint = model.parents[joint]
             self.leg_v[side] = np.array(sorted(idx))
         self.q = pin.neutral(self.model)
         self.v = np.zeros(self.model.nv)
@@ -441,42 +488,54 @@ class LegKinematics:
         self._jac: list[np.ndarray] = []
         self.base_frame_id = self.model.getFrameId(config.base_body)  # type: ignore[attr-defined]
         self._leg_cols = [_as_slice(self.leg_v[side]) for side in self.pm.sole_frame_ids]
-        self._sole_ids = list(self.pm.sole_frame_ids.values())
-        self._q_idx, self._v_idx = _as_slice(self.pm.joint_q_idx), _as_slice(self.pm.joint_v_idx)
+        # foot_forces' block-diagonal system: the rows / columns of each leg, and the legs' joints in v
+        sizes = [self.leg_v[side].size for side in self.pm.sole_frame_ids]
+        if any(size != 6 for size in sizes):
+            raise ConfigError(
+                f"state estimator: each leg needs 6 joints from the base to its sole, got {sizes}"
+            )
+        self._leg_rows = [slice(6 * k, 6 * k + 6) for k in range(len(sizes))]
+        self._legs_v = _as_slice(np.concatenate([self.leg_v[side] for side in self.pm.sole_frame_ids]))
+        self._legs_jt = np.zeros((6 * len(sizes), 6 * len(sizes)))
+        self._sole_ids = list(sole_ids.values())
+        self._q_idx, self._v_idx = _as_slice(np.array(q_idx)), _as_slice(np.array(v_idx))
         # the IMU is usually on the base body: then the base pose in the IMU frame is a constant
-        imu_joint = self.model.frames[self.pm.imu_frame_id].parentJoint
+        imu_joint = self.model.frames[self._imu_frame_id].parentJoint
         self._base_fixed_to_imu = imu_joint == self.model.frames[self.base_frame_id].parentJoint
         self._base_in_imu: tuple[np.ndarray, np.ndarray] | None = None
         self.base_aligned_with_imu = False  # base axes = IMU axes (set by base_in_imu)
         self._imu: tuple[np.ndarray, np.ndarray] | None = None  # (R_iw, p_wi) of the IMU in the base frame
         self._sole_h: list[np.ndarray] = []
+        self._feet: list[np.ndarray] | None = None  # feet_in_imu of the current state
 
     def set_state(
         self, joint_q: np.ndarray, base_rotation: np.ndarray | None = None, joint_dq: np.ndarray | None = None
     ) -> None:
         """Joint positions (configuration order, rad), the base orientation (force estimation) and rates."""
         pin = self.pin
-        self.q[self._q_idx] = joint_q  # base: origin, identity orientation (class docstring)
+        self.q[self._q_idx] = joint_q[self._inputs]  # base: origin, identity orientation (class docstring)
         self.rotation = _I3 if base_rotation is None else base_rotation
         if joint_dq is not None:
-            self.v[self._v_idx] = joint_dq
+            self.v[self._v_idx] = joint_dq[self._inputs]
         else:
             self.v[:] = 0.0
-        pin.computeJointJacobians(self.model, self.data, self.q)  # also the joint placements
-        pin.updateFramePlacements(self.model, self.data)
-        self._jac = [
-            pin.getFrameJacobian(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-            for fid in self._sole_ids
-        ]
-        self._sole_h = [self.data.oMf[fid].homogeneous for fid in self._sole_ids]  # base frame (4 x 4)
+        self._feet = None
+        model, data = self.model, self.data
+        pin.computeJointJacobians(model, data, self.q)  # also the joint placements
+        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        self._jac = [pin.getFrameJacobian(model, data, fid, frame) for fid in self._sole_ids]
+        # the frames used, only (the model has tens): base frame, 4 x 4
+        self._sole_h = [pin.updateFramePlacement(model, data, fid).homogeneous for fid in self._sole_ids]
         if self._imu is None or not self._base_fixed_to_imu:  # constant when the IMU is on the base body
-            imu = self.data.oMf[self.pm.imu_frame_id].homogeneous
+            imu = pin.updateFramePlacement(model, data, self._imu_frame_id).homogeneous
             self._imu = (imu[:3, :3].T.copy(), imu[:3, 3].copy())
 
     def feet_in_imu(self) -> list[np.ndarray]:
         """Sole origins in the IMU frame (m), in :attr:`sides` order (after :meth:`set_state`)."""
-        r_iw, p_wi = self._imu
-        return [r_iw @ (h[:3, 3] - p_wi) for h in self._sole_h]
+        if self._feet is None:  # once per set_state
+            r_iw, p_wi = self._imu  # type: ignore[misc]
+            self._feet = [r_iw @ (h[:3, 3] - p_wi) for h in self._sole_h]
+        return self._feet
 
     def sole_motion_in_imu(self, foot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Sole ``foot`` relative to the IMU frame, in the IMU frame: origin position (m), rotation (sole ->
@@ -501,20 +560,34 @@ class LegKinematics:
         IMU frame) and orientation ``r_wi``: ``v_k = v_imu + R (w x p + v_sole + W x R_is c_k)``,
         ``W = w + w_sole``. With ``below``: just the origin's, if that is below ``below`` (the minimum is).
         """
-        p, r_is, v_sole, w_sole = self.sole_motion_in_imu(foot)
+        r_iw, _ = self._imu  # type: ignore[misc]
+        h = self._sole_h[foot]
+        p = self.feet_in_imu()[foot]
+        jv = self._jac[foot] @ self.v  # sole twist relative to the base, base axes: linear, angular
+        v_sole = r_iw @ jv[:3]
         v0 = v_imu + r_wi @ (cross(w_imu, p) + v_sole)
-        if below is not None and v0[0] * v0[0] + v0[1] * v0[1] < below * below:
-            return np.array([math.hypot(v0[0], v0[1])])  # the origin is slower than ``below``: enough
+        vx, vy = float(v0[0]), float(v0[1])
+        if below is not None and vx * vx + vy * vy < below * below:
+            return np.array([math.hypot(vx, vy)])  # the origin is slower than ``below``: enough
+        w_sole = r_iw @ jv[3:]
+        r_is = r_iw @ h[:3, :3]
         a = (r_wi @ skew(w_imu + w_sole) @ r_is)[:2, :2]  # corners lie in the sole plane (z = 0)
         v = v0[:2, None] + a @ self._corners_xy[foot]  # 2 x (1 + corners)
         return np.sqrt((v * v).sum(axis=0))
+
+    def slowest_sole_speed(
+        self, foot: int, v_imu: np.ndarray, w_imu: np.ndarray, r_wi: np.ndarray, below: float
+    ) -> float:
+        """The smallest of :meth:`sole_speeds` (m/s), as a float: the origin's alone if under ``below``."""
+        speeds = self.sole_speeds(foot, v_imu, w_imu, r_wi, below)
+        return float(speeds[0]) if speeds.size == 1 else float(speeds.min())
 
     def base_in_imu(self) -> tuple[np.ndarray, np.ndarray]:
         """(rotation, translation) of the base frame in the IMU frame."""
         if self._base_in_imu is not None:
             return self._base_in_imu
-        imu = self.data.oMf[self.pm.imu_frame_id]
-        base = self.data.oMf[self.base_frame_id]
+        imu = self.pin.updateFramePlacement(self.model, self.data, self._imu_frame_id)
+        base = self.pin.updateFramePlacement(self.model, self.data, self.base_frame_id)
         rel = imu.actInv(base)
         out = (rel.rotation.copy(), rel.translation.copy())
         self.base_aligned_with_imu = bool(np.allclose(out[0], _I3, atol=1e-12))
@@ -528,13 +601,16 @@ class LegKinematics:
         # RNEA with the base acceleration -R^T g (base frame), nothing else moving
         self._acc[:3] = -(self.rotation.T @ GRAVITY)
         g = self.pin.rnea(self.model, self.data, self.q, self._zero_v, self._acc)
-        self._tau[self._v_idx] = joint_tau
-        tau = self._tau
-        # least squares if a leg is singular (knee straight); base frame -> world-aligned
-        return [
-            self.rotation @ solve(jac[:, cols].T, g[cols] - tau[cols])[:3]
-            for jac, cols in zip(self._jac, self._leg_cols, strict=True)
-        ]
+        self._tau[self._v_idx] = joint_tau[self._inputs]
+        # both legs as one block-diagonal system [J_l^T 0; 0 J_r^T] [w_l; w_r] = g_legs - tau_legs (one
+        # solve; least squares if a leg is singular, knee straight, which keeps the blocks apart)
+        a = self._legs_jt
+        for k, (jac, cols) in enumerate(zip(self._jac, self._leg_cols, strict=True)):
+            a[self._leg_rows[k], self._leg_rows[k]] = jac[:, cols].T
+        wrenches = solve(a, g[self._legs_v] - self._tau[self._legs_v])
+        # the forces (the first 3 of each wrench), base frame -> world-aligned: rows F_i^T R^T
+        forces = wrenches.reshape(N_FEET, -1)[:, :3] @ self.rotation.T
+        return list(forces)
 
 
 class ContactDetector:
@@ -545,7 +621,7 @@ class ContactDetector:
         self.off = off_fraction * weight_n
         self.state = np.zeros(N_FEET, dtype=bool)
 
-    def update(self, normal_forces: np.ndarray) -> np.ndarray:
+    def update(self, normal_forces: np.ndarray | list[float]) -> np.ndarray:
         """New contact flags from the feet's normal forces (N)."""
         for i, f in enumerate(normal_forces):
             self.state[i] = f > self.off if self.state[i] else f > self.on
@@ -684,23 +760,28 @@ class StateEstimator:
         self.kin.set_state(joint_q, x.R, joint_dq)
         feet = self.kin.feet_in_imu()
         self.forces = self.kin.foot_forces(joint_tau)
-        contact = self.detector.update(np.array([f[2] for f in self.forces]))
+        contact = self.detector.update([float(f[2]) for f in self.forces])
         slipping = np.zeros(N_FEET, dtype=bool)
-        stance = tuple(i for i in range(N_FEET) if contact[i] and self.ekf.contact[i])  # since the last tick
-        self.foot_speed[:] = 0.0
-        if joint_dq is not None and gyro is not None and stance:
-            w = gyro - x.bg
+        speeds = [0.0] * N_FEET
+        if joint_dq is not None and gyro is not None:
+            w = None
             slip = self.ekf.noise.slip_speed
-            for i in stance:
+            for i in range(N_FEET):
+                if not (contact[i] and self.ekf.contact[i]):  # in stance since the last tick
+                    continue
+                if w is None:
+                    w = gyro - x.bg
                 # a foot rolling on its heel or toes keeps that edge still: the slowest point measures sliding
-                self.foot_speed[i] = float(self.kin.sole_speeds(i, self.v_ref, w, x.R, slip).min())
-                if self.foot_speed[i] > slip:
+                speeds[i] = self.kin.slowest_sole_speed(i, self.v_ref, w, x.R, slip)
+                if speeds[i] > slip:
                     slipping[i] = True
                     self.slip_ticks[i] += 1
                     if not self.slipping[i]:
                         self.slips[i] += 1
+                    contact[i] = False  # not used by the filter (the detector keeps its own state)
+        self.foot_speed[:] = speeds
         self.slipping = slipping
-        self.ekf.set_contact(contact & ~slipping, feet)
+        self.ekf.set_contact(contact, feet)
         self.ekf.update(feet)
 
     def estimate(self, stamp: float, gyro: np.ndarray) -> BaseEstimate:
