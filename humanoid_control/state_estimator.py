@@ -128,6 +128,7 @@ class EstimatorNoise:
             it is counted, its kinematic update is skipped and it is re-anchored where it stops. The sole's
             velocity is taken against an IMU-integrated reference velocity that follows the filter's with
             time constant ``slip_tau`` (s).
+        initial_velocity: std (m/s) of the velocity at start-up (it starts at 0; the robot may be moving).
     """
 
     gyro: float = 0.002
@@ -140,6 +141,7 @@ class EstimatorNoise:
     ground_height: float | None = None
     slip_speed: float = 0.25
     slip_tau: float = 0.2
+    initial_velocity: float = 0.1
 
 
 @dataclass
@@ -685,7 +687,12 @@ class StateEstimator:
         z = -min((r @ f)[2] for f in feet)
         x = self.ekf.x
         x.R, x.p, x.v = r, np.array([0.0, 0.0, z]), np.zeros(3)
+        # the origin and heading are defined here (tiny covariance); the velocity is not known: the robot may
+        # be moving when the estimator starts (a reset while a controller takes over). A velocity held at 0
+        # with a tiny covariance would push the first motion into the accelerometer bias, which then biases
+        # the velocity for seconds.
         x.P = np.eye(DIM) * 1e-6
+        x.P[V : V + 3, V : V + 3] = np.eye(3) * self.ekf.noise.initial_velocity**2
         x.P[BG : BG + 3, BG : BG + 3] = np.eye(3) * 0.01**2
         x.P[BA : BA + 3, BA : BA + 3] = np.eye(3) * 0.1**2
         for i, f in enumerate(feet):
