@@ -32,8 +32,8 @@ def _stalled(log: Path) -> bool:
 @pytest.mark.parametrize("clock", ["lockstep", "realtime"])
 @pytest.mark.parametrize("policy", ["holosoma/g1_ppo", "holosoma/g1_fastsac"])
 def test_holosoma_policy_walks_the_command_script(tmp_path: Path, policy: str, clock: str) -> None:
-    # Realtime on a 2-core machine: in about one run in ten, message delivery between the processes stalls for
-    # ~330 ms soon after the policy starts (see docs/policy.md, known limits); the driver's watchdog or the
+    # Realtime on a 2-core machine: with other load on the cores, message delivery between the processes can
+    # pause for 100-330 ms (docs/policy.md; none in 16 runs on the idle machine); the driver's watchdog or the
     # runner's stale-input check then damps the robot, as it must. Such a run is retried (a fresh graph) up to
     # twice: two stalls in a row were seen too; a fall, or a third stall, fails the test.
     attempts = 3 if clock == "realtime" else 1
