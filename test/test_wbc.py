@@ -51,6 +51,24 @@ def test_static_equilibrium_zero_acceleration_and_weight_on_the_soles() -> None:
     assert qp.dynamics_residual(out.qdd, out.forces, out.tau) <= 1e-6
 
 
+def test_the_problem_of_a_state_does_not_change_with_uptime() -> None:
+    # the cost and constraints are a function of the state alone: solving the same state 1000 times must give
+    # the same matrices (a regularization added instead of written once made the force penalty grow every
+    # tick, so the controller braked a push less and less the longer it ran)
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    q, v = _standing_state()
+    qp.update_dynamics(q, v)
+    qp.com.desired_acceleration[:] = 0.0
+    first = qp.solve()
+    P0, A0, g0 = qp._P.copy(), qp._A.copy(), qp._g.copy()
+    for _ in range(1000):
+        qp.update_dynamics(q, v)
+        qp.solve()
+    assert np.array_equal(qp._P, P0) and np.array_equal(qp._A, A0) and np.array_equal(qp._g, g0)
+    last = qp.solve()
+    assert np.allclose(last.qdd, first.qdd, atol=1e-3)
+
+
 def test_dynamics_residual_and_limits_at_perturbed_states() -> None:
     qp = WholeBodyQP(CONFIG, PMODEL)
     q0, _ = _standing_state()

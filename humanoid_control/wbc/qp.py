@@ -239,7 +239,9 @@ class WholeBodyQP:
         self._g = np.zeros(n)
         self._l = np.zeros(m)
         self._u = np.zeros(m)
-        self._Pdiag = (np.arange(n), np.arange(n))
+        self._Pdiag_qdd = (np.arange(nv), np.arange(nv))
+        self._Pdiag_force = (np.arange(nv, n), np.arange(nv, n))
+        self._Pdiag_joints = (np.arange(6, nv), np.arange(6, nv))
         self._reg = np.full(n, s.reg_force)
         self._reg[:nv] = s.reg_qdd
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
@@ -276,9 +278,11 @@ class WholeBodyQP:
         # posture: diagonal weight on the joint rows; regularization on all
         self.posture.target(dyn.q[7:], dyn.v[6:], self._posture_target)
         pw = self.posture.weights
-        P[self._Pdiag] += self._reg
-        idx = np.arange(6, nv)
-        P[idx, idx] += pw
+        # the qdd block was overwritten above; the force block's diagonal is written (not added to: it would
+        # grow every tick, and the forces with it be penalized more and more the longer the controller runs)
+        P[self._Pdiag_qdd] += self._reg[:nv]
+        P[self._Pdiag_force] = self._reg[nv:]
+        P[self._Pdiag_joints] += pw
         g[6:nv] -= pw * self._posture_target
         # constraints
         for c in self.constraints:
