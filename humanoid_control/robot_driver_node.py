@@ -375,6 +375,9 @@ class RobotDriverNode(Node):
     def _on_estop(self, _req: Any, resp: Any) -> Any:
         with self.command_arrived:
             self.core.estop("e-stop service")
+            # a controller calling the e-stop has stopped (a fault): lockstep must not wait for its commands
+            # (one that still streams is seen again at its next command)
+            self.last_seen_command_tick = -(10**9)
             self.command_arrived.notify_all()
         self.get_logger().error("E-STOP: damping latched until ~/reset")
         resp.success, resp.message = True, "damping latched until ~/reset"
@@ -420,8 +423,10 @@ class RobotDriverNode(Node):
         self._pending_push = None
         self._push_end_tick = None
         self.core.respawned(self.respawn_settle)
+        # a command answers a state of the respawned robot only; a controller that was streaming keeps pacing
+        # lockstep through the settle ramp (its commands are ignored there), so the nodes behind it (e.g. the
+        # state estimator) see every tick of the respawned robot instead of a driver running ahead
         self.latest_command_stamp = -math.inf
-        self.last_seen_command_tick = -(10**9)
         self.respawns += 1
         self._last_mode = None  # publish the mode again, also when it was already hold
 

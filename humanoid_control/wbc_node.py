@@ -188,6 +188,13 @@ class WbcNode(Node):
     # ------------------------------------------------------------------ inputs
     def _on_driver_mode(self, msg: String) -> None:
         self.driver_mode = msg.data
+        if msg.data == "ramp" and self.runner.state == WbcState.FAULT:
+            # the driver was reset or the robot respawned: start over now. (The runner also clears the fault
+            # when a joint state arrives during the ramp, but a driver running free - nobody paces it after a
+            # fault - can finish its ramp before this node has seen one of those.)
+            self.runner.reset()
+            self.get_logger().info("driver ramping: fault cleared, waiting for fresh input")
+            self._publish_state()
 
     def _on_odom(self, msg: Odometry) -> None:
         p, o = msg.pose.pose.position, msg.pose.pose.orientation

@@ -69,6 +69,21 @@ def test_the_problem_of_a_state_does_not_change_with_uptime() -> None:
     assert np.allclose(last.qdd, first.qdd, atol=1e-3)
 
 
+def test_a_nan_state_fails_that_tick_only() -> None:
+    # a non-finite state is refused before the solver; the next good state solves (no NaN warm start kept)
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    q, v = _standing_state()
+    qp.update_dynamics(q, v)
+    assert qp.solve().ok
+    bad = v.copy()
+    bad[0] = np.nan
+    qp.update_dynamics(q, bad)
+    assert not qp.solve().ok
+    qp.update_dynamics(q, v)
+    out = qp.solve()
+    assert out.ok and np.all(np.isfinite(out.qdd))
+
+
 def test_dynamics_residual_and_limits_at_perturbed_states() -> None:
     qp = WholeBodyQP(CONFIG, PMODEL)
     q0, _ = _standing_state()

@@ -83,7 +83,12 @@ def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     prev = np.arange(-1, len(poly) - 1)
     ax, ay, da = nx[prev], ny[prev], d[prev]  # edge i - 1
     det = ax * ny - ay * nx
-    return np.stack([(da * ny - d * ay) / det, (ax * d - nx * da) / det], axis=1)
+    # where neighbour edges are parallel the vertex just moves along its normal
+    out = poly + margin * np.stack([nx, ny], axis=1)
+    ok = np.abs(det) > 1e-12
+    out[ok, 0] = (da * ny - d * ay)[ok] / det[ok]
+    out[ok, 1] = (ax * d - nx * da)[ok] / det[ok]
+    return out
 
 
 def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
