@@ -111,6 +111,7 @@ class WbcGraph:
         self.wbc_states: list[str] = []
         self.push_events: list[tuple[float, tuple[float, float, float]]] = []
         self.record_odom = False
+        self.respawn_retries = 0  # respawns repeated before a trial (estimator reset too late, WBC fault)
         self.last_odom_t = -1.0
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
@@ -264,8 +265,9 @@ class WbcGraph:
 
     def respawn_and_take_over(self, timeout: float = 60.0, attempts: int = 3) -> float:
         """Respawn, reset the estimator during the driver's settle ramp, wait until the WBC has the robot;
-        returns the simulated time at which the driver went ``active``. Retried if the driver left its
-        settle ramp before the estimator was reset."""
+        returns the simulated time at which the driver went ``active``. Retried (counted in
+        ``respawn_retries``) if the driver left its settle ramp before the estimator was reset, or if the WBC
+        faulted before it took over."""
         for _ in range(attempts):
             n_modes = len(self.probe.data.modes)
             ok, msg = self.probe.call_trigger("/robot_driver/respawn")
@@ -287,13 +289,17 @@ class WbcGraph:
             if not ok:
                 raise RuntimeError(f"estimator reset refused: {msg}")
             if len(self.probe.data.modes) > n_ramp:  # the settle ramp ended before the reset: again
+                self.respawn_retries += 1
                 continue
             if not self.probe.wait_for(
-                lambda d, n=n_ramp: len(d.modes) > n and d.modes[-1] == "active", timeout, 0.005
+                lambda d, n=n_ramp: len(d.modes) > n and d.modes[-1] in ("active", "damping"), timeout, 0.005
             ):
                 raise RuntimeError(
                     f"the WBC did not take over after the respawn (modes {self.probe.data.modes[-5:]})"
                 )
+            if self.probe.data.modes[-1] == "damping":  # the WBC faulted before any push: respawn again
+                self.respawn_retries += 1
+                continue
             return self.probe.sim_time()
         raise RuntimeError(
             f"the estimator could not be reset within the driver's settle ramp ({attempts} tries)"
@@ -503,6 +509,7 @@ def run_push_eval(
     finally:
         g.stop()
     result["lockstep_timeouts"] = int(diag.get("lockstep_timeouts", "0") or 0)
+    result["respawn_retries"] = g.respawn_retries
     result["bound_params"] = {k: round(v, 4) for k, v in bounds["params"].items()}
     result["criteria"] = {
         "max_tilt_deg": MAX_TILT_DEG,

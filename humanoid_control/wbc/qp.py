@@ -298,7 +298,7 @@ class WholeBodyQP:
         if not finite or np.isnan(self._l).any() or np.isnan(self._u).any():
             # a non-finite state or reference: refused before it reaches the solver (its warm start would keep
             # the NaN and fail every later tick too)
-            return self._failed(t0)
+            return self._failed(t0, QpStatus.NON_FINITE)
         if not self._setup_done:
             P = self._P_csc.copy()
             P.data[:] = Px
@@ -324,12 +324,12 @@ class WholeBodyQP:
         forces = {side: x[c].reshape(-1, 3).copy() for side, c in self.force_cols.items()}
         return WbcOutput(status, qdd, forces, tau, res.iterations, res.solve_time_s, time.perf_counter() - t0)
 
-    def _failed(self, t0: float) -> WbcOutput:
+    def _failed(self, t0: float, status: QpStatus) -> WbcOutput:
         """The output of a tick refused before the solver (non-finite problem data)."""
         nv = self.nv
         nan = np.full(nv, np.nan)
         forces = {side: np.full(((c.stop - c.start) // 3, 3), np.nan) for side, c in self.force_cols.items()}
-        return WbcOutput(QpStatus.FAILED, nan, forces, nan[6:].copy(), 0, 0.0, time.perf_counter() - t0)
+        return WbcOutput(status, nan, forces, nan[6:].copy(), 0, 0.0, time.perf_counter() - t0)
 
     def _project_equalities(self, x: np.ndarray) -> None:
         """Minimum-norm correction of ``x`` so that the equality rows hold to round-off."""

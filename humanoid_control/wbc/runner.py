@@ -158,7 +158,9 @@ class WbcRunner:
         if cmd.mode == CommandMode.DAMPING:
             if ramp:  # ignored by the driver; keeps lockstep paced
                 return self._pacing(q)
-            self._fault(f"QP failed {ctl.commands.counters.consecutive} ticks in a row", t)
+            last = ctl.last_output
+            status = last.status.value if last is not None else "none"
+            self._fault(f"QP failed {ctl.commands.counters.consecutive} ticks in a row (last: {status})", t)
             return None
         return cmd
 

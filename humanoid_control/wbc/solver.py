@@ -31,6 +31,7 @@ class QpStatus(enum.Enum):
     INFEASIBLE = "infeasible"
     MAX_ITER = "max_iter"
     FAILED = "failed"
+    NON_FINITE = "non_finite_input"  # refused before the solver: a NaN or inf in the problem data
 
     @property
     def ok(self) -> bool:
