@@ -71,36 +71,58 @@ def _next_index(n: int) -> np.ndarray:
 def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     """Convex CCW polygon with every edge moved outwards by ``margin`` (m; negative shrinks).
 
-    Vertex ``i`` is the intersection of the offset edges ``i - 1`` and ``i`` (valid while no edge vanishes).
+    Vertex ``i`` is the intersection of the offset edges ``i - 1`` and ``i`` (valid while no edge vanishes);
+    where the two are parallel the vertex moves along its edge's normal. In floats: a support polygon has a
+    handful of vertices, where numpy's per-call cost dominates.
     """
     if margin == 0.0:
         return poly
-    edges = poly[_next_index(len(poly))] - poly
-    nx, ny = edges[:, 1], -edges[:, 0]  # outward normals for CCW
-    norm = np.hypot(nx, ny)
-    nx, ny = nx / norm, ny / norm
-    d = nx * poly[:, 0] + ny * poly[:, 1] + margin
-    prev = np.arange(-1, len(poly) - 1)
-    ax, ay, da = nx[prev], ny[prev], d[prev]  # edge i - 1
-    det = ax * ny - ay * nx
-    # where neighbour edges are parallel the vertex just moves along its normal
-    out = poly + margin * np.stack([nx, ny], axis=1)
-    ok = np.abs(det) > 1e-12
-    out[ok, 0] = (da * ny - d * ay)[ok] / det[ok]
-    out[ok, 1] = (ax * d - nx * da)[ok] / det[ok]
-    return out
+    pts = poly.tolist()
+    n = len(pts)
+    lines = []  # per edge i (vertex i -> i + 1): outward unit normal and offset, n . x = d
+    for i in range(n):
+        x0, y0 = pts[i]
+        x1, y1 = pts[(i + 1) % n]
+        nx, ny = y1 - y0, x0 - x1
+        length = math.hypot(nx, ny)
+        if length > 1e-15:
+            nx, ny = nx / length, ny / length
+        else:
+            nx = ny = 0.0
+        lines.append((nx, ny, nx * x0 + ny * y0 + margin))
+    out = []
+    for i in range(n):
+        ax, ay, da = lines[i - 1]
+        nx, ny, d = lines[i]
+        det = ax * ny - ay * nx
+        if abs(det) > 1e-12:
+            out.append(((da * ny - d * ay) / det, (ax * d - nx * da) / det))
+        else:
+            out.append((pts[i][0] + margin * nx, pts[i][1] + margin * ny))
+    return np.array(out)
 
 
 def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
     """The point itself if inside the convex CCW polygon, else the nearest point of its boundary."""
-    p = np.asarray(point, dtype=float)
-    edges = poly[_next_index(len(poly))] - poly
-    rel = p - poly
-    if np.all(edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0] >= 0.0):
-        return p.copy()
-    t = np.clip(np.einsum("ij,ij->i", rel, edges) / np.einsum("ij,ij->i", edges, edges), 0.0, 1.0)
-    cand = poly + t[:, None] * edges
-    return cand[np.argmin(np.linalg.norm(cand - p, axis=1))]
+    px, py = float(point[0]), float(point[1])
+    pts = poly.tolist()
+    n = len(pts)
+    edges = [
+        (pts[i][0], pts[i][1], pts[(i + 1) % n][0] - pts[i][0], pts[(i + 1) % n][1] - pts[i][1])
+        for i in range(n)
+    ]
+    if all(ex * (py - y0) - ey * (px - x0) >= 0.0 for x0, y0, ex, ey in edges):
+        return np.array([px, py])
+    best, best_d2 = (px, py), math.inf
+    for x0, y0, ex, ey in edges:
+        ee = ex * ex + ey * ey
+        t = ((px - x0) * ex + (py - y0) * ey) / ee if ee > 0.0 else 0.0
+        t = min(1.0, max(0.0, t))
+        cx, cy = x0 + t * ex, y0 + t * ey
+        d2 = (cx - px) ** 2 + (cy - py) ** 2
+        if d2 < best_d2:
+            best, best_d2 = (cx, cy), d2
+    return np.array(best)
 
 
 # ---------------------------------------------------------------------------------------------- balance
@@ -172,7 +194,7 @@ class StandingBalance:
         s = self.settings
         c, cd = dyn.com, dyn.com_velocity
         sole_pos = [dyn.frames[side].position for side in dyn.sides]
-        mid = np.mean(sole_pos, axis=0)
+        mid = sum(sole_pos) / len(sole_pos)  # (plain arithmetic: numpy's mean costs ~10 us per call)
         # yaw of the feet: mean heading of the sole x axes
         heading = sum(dyn.frames[side].rotation[:, 0] for side in dyn.sides)
         yaw = math.atan2(heading[1], heading[0])
@@ -185,7 +207,7 @@ class StandingBalance:
         )
         points = [dyn.contact_points_world(side)[:, :2] for side in dyn.sides if contacts.get(side, False)]
         poly = convex_hull(np.vstack(points)) if points else np.array([mid[:2]])
-        ground = float(np.mean([p[2] for p in sole_pos]))
+        ground = float(mid[2])
         height = max(c[2] - ground, 0.05)
         omega = math.sqrt(dyn.gravity / height)
         xi = c[:2] + cd[:2] / omega

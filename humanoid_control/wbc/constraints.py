@@ -290,8 +290,8 @@ class JointLimits(Constraint):
         c = 2.0 / (tp * tp)
         lo = np.maximum(c * (self.q_min - drift), (-self.dq_max - dq) / tv)
         hi = np.minimum(c * (self.q_max - drift), (self.dq_max - dq) / tv)
-        np.clip(lo, -self.qdd_max, self.qdd_max, out=lower)
-        np.clip(hi, -self.qdd_max, self.qdd_max, out=upper)
+        np.minimum(np.maximum(lo, -self.qdd_max, out=lower), self.qdd_max, out=lower)
+        np.minimum(np.maximum(hi, -self.qdd_max, out=upper), self.qdd_max, out=upper)
         crossed = lower > upper
         if crossed.any():
             mid = 0.5 * (lower + upper)

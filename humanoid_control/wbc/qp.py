@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from humanoid_control.robot_config import RobotConfig
 from humanoid_control.robot_model import PinocchioRobotModel
@@ -336,7 +337,10 @@ class WholeBodyQP:
         eq = np.equal(self._l, self._u, out=self._eq_rows)
         E = self._A[eq]
         r = self._l[eq] - E @ x
-        x += E.T @ np.linalg.solve(E @ E.T, r)
+        _, y, info = lapack.dposv(E @ E.T, r)  # E E^T is symmetric positive definite (E has full row rank)
+        if info != 0:
+            y = np.linalg.lstsq(E @ E.T, r, rcond=None)[0]
+        x += E.T @ y
 
     # ------------------------------------------------------------------ diagnostics
     def dynamics_residual(self, qdd: np.ndarray, forces: dict[str, np.ndarray], tau: np.ndarray) -> float:

@@ -144,8 +144,8 @@ class OsqpSolver(QpSolver):
         self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
     ) -> None:
         assert self._solver is not None, "setup() first"
-        np.clip(lower, -self._infty, self._infty, out=lower)
-        np.clip(upper, -self._infty, self._infty, out=upper)
+        np.minimum(np.maximum(lower, -self._infty, out=lower), self._infty, out=lower)
+        np.minimum(np.maximum(upper, -self._infty, out=upper), self._infty, out=upper)
         self._solver.update_data_vec(q=g, l=lower, u=upper)
         self._solver.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
 
