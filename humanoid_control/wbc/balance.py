@@ -36,8 +36,7 @@ from humanoid_control.wbc.dynamics import RobotDynamics
 # ---------------------------------------------------------------------------------------------- polygons
 def convex_hull(points: np.ndarray) -> np.ndarray:
     """Convex hull (counter-clockwise, no repeated end point) of (N, 2) points, monotone chain."""
-    arr = np.asarray(points, dtype=float)
-    pts = arr[np.lexsort((arr[:, 1], arr[:, 0]))].tolist()
+    pts = sorted(np.asarray(points, dtype=float).tolist())  # by x, then y
     if len(pts) < 3:
         return np.array(pts)
 
