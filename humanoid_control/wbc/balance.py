@@ -67,6 +67,42 @@ def _next_index(n: int) -> np.ndarray:
     return idx
 
 
+def _edge_lines(pts: list[list[float]]) -> list[tuple[float, float, float]]:
+    """Per edge ``i`` (vertex ``i`` -> ``i + 1``) of a convex CCW polygon: outward unit normal and offset,
+    ``n . x = d`` (a zero-length edge gets a zero normal)."""
+    n = len(pts)
+    lines = []
+    for i in range(n):
+        x0, y0 = pts[i]
+        x1, y1 = pts[(i + 1) % n]
+        nx, ny = y1 - y0, x0 - x1
+        length = math.hypot(nx, ny)
+        if length > 1e-15:
+            nx, ny = nx / length, ny / length
+        else:
+            nx = ny = 0.0
+        lines.append((nx, ny, nx * x0 + ny * y0))
+    return lines
+
+
+def _offset(
+    pts: list[list[float]], lines: list[tuple[float, float, float]], margin: float
+) -> list[tuple[float, float]]:
+    """Vertices of the polygon ``pts`` with its edges ``lines`` moved outwards by ``margin`` (m)."""
+    out = []
+    for i in range(len(pts)):
+        ax, ay, da = lines[i - 1]
+        nx, ny, d = lines[i]
+        da += margin
+        d += margin
+        det = ax * ny - ay * nx
+        if abs(det) > 1e-12:
+            out.append(((da * ny - d * ay) / det, (ax * d - nx * da) / det))
+        else:  # parallel neighbour edges: the vertex moves along its edge's normal
+            out.append((pts[i][0] + margin * nx, pts[i][1] + margin * ny))
+    return out
+
+
 def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     """Convex CCW polygon with every edge moved outwards by ``margin`` (m; negative shrinks).
 
@@ -77,41 +113,23 @@ def offset_polygon(poly: np.ndarray, margin: float) -> np.ndarray:
     if margin == 0.0:
         return poly
     pts = poly.tolist()
+    return np.array(_offset(pts, _edge_lines(pts), margin))
+
+
+def _clamp(px: float, py: float, pts: list[tuple[float, float]] | list[list[float]]) -> tuple[float, float]:
+    """:func:`clamp_to_polygon` on floats."""
     n = len(pts)
-    lines = []  # per edge i (vertex i -> i + 1): outward unit normal and offset, n . x = d
+    edges = []
+    inside = True
     for i in range(n):
         x0, y0 = pts[i]
         x1, y1 = pts[(i + 1) % n]
-        nx, ny = y1 - y0, x0 - x1
-        length = math.hypot(nx, ny)
-        if length > 1e-15:
-            nx, ny = nx / length, ny / length
-        else:
-            nx = ny = 0.0
-        lines.append((nx, ny, nx * x0 + ny * y0 + margin))
-    out = []
-    for i in range(n):
-        ax, ay, da = lines[i - 1]
-        nx, ny, d = lines[i]
-        det = ax * ny - ay * nx
-        if abs(det) > 1e-12:
-            out.append(((da * ny - d * ay) / det, (ax * d - nx * da) / det))
-        else:
-            out.append((pts[i][0] + margin * nx, pts[i][1] + margin * ny))
-    return np.array(out)
-
-
-def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
-    """The point itself if inside the convex CCW polygon, else the nearest point of its boundary."""
-    px, py = float(point[0]), float(point[1])
-    pts = poly.tolist()
-    n = len(pts)
-    edges = [
-        (pts[i][0], pts[i][1], pts[(i + 1) % n][0] - pts[i][0], pts[(i + 1) % n][1] - pts[i][1])
-        for i in range(n)
-    ]
-    if all(ex * (py - y0) - ey * (px - x0) >= 0.0 for x0, y0, ex, ey in edges):
-        return np.array([px, py])
+        ex, ey = x1 - x0, y1 - y0
+        edges.append((x0, y0, ex, ey))
+        if ex * (py - y0) - ey * (px - x0) < 0.0:
+            inside = False
+    if inside:
+        return px, py
     best, best_d2 = (px, py), math.inf
     for x0, y0, ex, ey in edges:
         ee = ex * ex + ey * ey
@@ -121,7 +139,12 @@ def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
         d2 = (cx - px) ** 2 + (cy - py) ** 2
         if d2 < best_d2:
             best, best_d2 = (cx, cy), d2
-    return np.array(best)
+    return best
+
+
+def clamp_to_polygon(point: np.ndarray, poly: np.ndarray) -> np.ndarray:
+    """The point itself if inside the convex CCW polygon, else the nearest point of its boundary."""
+    return np.array(_clamp(float(point[0]), float(point[1]), poly.tolist()))
 
 
 # ---------------------------------------------------------------------------------------------- balance
@@ -213,8 +236,16 @@ class StandingBalance:
         xi_ref = ref[:2]
         p_des = xi + s.dcm_gain * (xi - xi_ref)
         if len(poly) >= 3:
-            cop = clamp_to_polygon(p_des, offset_polygon(poly, -s.cop_margin))
-            cmp = clamp_to_polygon(p_des, offset_polygon(poly, s.cmp_margin)) if s.hip_strategy else cop
+            pts = poly.tolist()
+            lines = _edge_lines(pts)  # shared by both offsets
+            px, py = float(p_des[0]), float(p_des[1])
+            inner = _offset(pts, lines, -s.cop_margin) if s.cop_margin != 0.0 else pts
+            cop = np.array(_clamp(px, py, inner))
+            if s.hip_strategy:
+                outer = _offset(pts, lines, s.cmp_margin) if s.cmp_margin != 0.0 else pts
+                cmp = np.array(_clamp(px, py, outer))
+            else:
+                cmp = cop
         else:
             cop = cmp = poly[0].copy()
         acc = np.empty(3)

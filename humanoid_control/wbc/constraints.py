@@ -206,8 +206,10 @@ class FrictionPyramid(Constraint):
         self.rows = 5 * self.k
         self.mu, self.f_min, self.f_max = mu, f_min, f_max
         self.active = True
-        self._block = np.zeros((5, 3))
+        self._coef = np.zeros((5, 3))  # a corner's block in the sole's axes (t1, t2, n): block = C R^T
+        self._coef_mu: float | None = None  # the friction it was built for
         self._diag = np.zeros((self.k, 5, 3))
+        self._bounds_written: tuple[bool, float, float] | None = None  # bounds: (active, f_min, f_max)
 
     def bind(self, A: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
         super().bind(A, lower, upper)
@@ -225,16 +227,21 @@ class FrictionPyramid(Constraint):
 
     def fill(self) -> None:
         lower, upper = self.lower, self.upper
-        R = self.dyn.frames[self.side].rotation
-        t1, t2, nrm = R[:, 0], R[:, 1], R[:, 2]
-        blk = self._block
-        mun = self.mu * nrm
-        blk[0] = t1 - mun
-        blk[1] = -t1 - mun
-        blk[2] = t2 - mun
-        blk[3] = -t2 - mun
-        blk[4] = nrm
-        self._diag[:] = blk
+        # rows t1 - mu n, -t1 - mu n, t2 - mu n, -t2 - mu n, n (world axes): one product for the k corners
+        if self._coef_mu != self.mu:
+            m = self._coef_mu = float(self.mu)
+            self._coef[:] = [
+                [1.0, 0.0, -m],
+                [-1.0, 0.0, -m],
+                [0.0, 1.0, -m],
+                [0.0, -1.0, -m],
+                [0.0, 0.0, 1.0],
+            ]
+        self._diag[:] = self._coef @ self.dyn.frames[self.side].rotation.T
+        key = (self.active, self.f_min, self.f_max)
+        if self._bounds_written == key:
+            return
+        self._bounds_written = key
         lower.reshape(self.k, 5)[:, 0:4] = -INF
         upper.reshape(self.k, 5)[:, 0:4] = 0.0
         if self.active:
