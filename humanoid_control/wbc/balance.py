@@ -215,48 +215,60 @@ class StandingBalance:
         """References for this tick from ``dyn`` (already updated) and the feet in contact."""
         s = self.settings
         c, cd = dyn.com, dyn.com_velocity
-        sole_pos = [dyn.frames[side].position for side in dyn.sides]
-        mid = sum(sole_pos) / len(sole_pos)  # (plain arithmetic: numpy's mean costs ~10 us per call)
+        # in floats: a dozen 2- and 3-vectors, where numpy's per-call cost would dominate
+        cx, cy, cz = c.tolist()
+        vx, vy, vz = cd.tolist()
+        frames = [dyn.frames[side] for side in dyn.sides]
+        sole_pos = [f.position.tolist() for f in frames]
+        n_feet = len(sole_pos)
+        mid = [sum(p[i] for p in sole_pos) / n_feet for i in range(3)]
         # yaw of the feet: mean heading of the sole x axes
-        heading = sum(dyn.frames[side].rotation[:, 0] for side in dyn.sides)
-        yaw = math.atan2(heading[1], heading[0])
-        cy, sy = math.cos(yaw), math.sin(yaw)
+        hx = sum(float(f.rotation[0, 0]) for f in frames)
+        hy = sum(float(f.rotation[1, 0]) for f in frames)
+        yaw = math.atan2(hy, hx)
+        cyaw, syaw = math.cos(yaw), math.sin(yaw)
         off = self.com_offset
-        ref = (
-            mid
-            + np.array([cy * off[0] - sy * off[1], sy * off[0] + cy * off[1], off[2]])
-            + self.reference_shift
-        )
+        shift = self.reference_shift
+        ref = [
+            mid[0] + cyaw * off[0] - syaw * off[1] + shift[0],
+            mid[1] + syaw * off[0] + cyaw * off[1] + shift[1],
+            mid[2] + off[2] + shift[2],
+        ]
         points = [dyn.contact_points_world(side)[:, :2] for side in dyn.sides if contacts.get(side, False)]
-        poly = convex_hull(np.vstack(points)) if points else np.array([mid[:2]])
-        ground = float(mid[2])
-        height = max(c[2] - ground, 0.05)
+        poly = convex_hull(np.concatenate(points)) if points else np.array([mid[:2]])
+        ground = mid[2]
+        height = max(cz - ground, 0.05)
         omega = math.sqrt(dyn.gravity / height)
-        xi = c[:2] + cd[:2] / omega
-        xi_ref = ref[:2]
-        p_des = xi + s.dcm_gain * (xi - xi_ref)
+        xi_x, xi_y = cx + vx / omega, cy + vy / omega
+        px = xi_x + s.dcm_gain * (xi_x - ref[0])
+        py = xi_y + s.dcm_gain * (xi_y - ref[1])
         if len(poly) >= 3:
             pts = poly.tolist()
             lines = _edge_lines(pts)  # shared by both offsets
-            px, py = float(p_des[0]), float(p_des[1])
             inner = _offset(pts, lines, -s.cop_margin) if s.cop_margin != 0.0 else pts
-            cop = np.array(_clamp(px, py, inner))
+            cop_x, cop_y = _clamp(px, py, inner)
             if s.hip_strategy:
                 outer = _offset(pts, lines, s.cmp_margin) if s.cmp_margin != 0.0 else pts
-                cmp = np.array(_clamp(px, py, outer))
+                cmp_x, cmp_y = _clamp(px, py, outer)
             else:
-                cmp = cop
+                cmp_x, cmp_y = cop_x, cop_y
         else:
-            cop = cmp = poly[0].copy()
-        acc = np.empty(3)
-        acc[:2] = omega * omega * (c[:2] - cmp)
-        acc[2] = s.kp_height * (ref[2] - c[2]) - s.kd_height * cd[2]
+            cop_x, cop_y = cmp_x, cmp_y = float(poly[0][0]), float(poly[0][1])
+        w2 = omega * omega
+        ax, ay = w2 * (cx - cmp_x), w2 * (cy - cmp_y)
+        az = s.kp_height * (ref[2] - cz) - s.kd_height * vz
+        acc = np.array([ax, ay, az])
         ldot = np.zeros(3)
         if s.hip_strategy:
-            force = dyn.mass * (acc + np.array([0.0, 0.0, dyn.gravity]))
-            arm = np.array([cop[0] - c[0], cop[1] - c[1], ground - c[2]])
-            ldot[0] = arm[1] * force[2] - arm[2] * force[1]
-            ldot[1] = arm[2] * force[0] - arm[0] * force[2]
+            m = dyn.mass
+            fx, fy, fz = m * ax, m * ay, m * (az + dyn.gravity)
+            arm_x, arm_y, arm_z = cop_x - cx, cop_y - cy, ground - cz
+            ldot[0] = arm_y * fz - arm_z * fy
+            ldot[1] = arm_z * fx - arm_x * fz
+        xi = np.array([xi_x, xi_y])
+        xi_ref = np.array(ref[:2])
+        cop = np.array([cop_x, cop_y])
+        cmp = np.array([cmp_x, cmp_y])
         self.state = BalanceState(c.copy(), cd.copy(), xi, xi_ref, omega, cop, cmp, poly, acc, ldot)
         return self.state
 
