@@ -240,9 +240,8 @@ class WholeBodyQP:
         self._g = np.zeros(n)
         self._l = np.zeros(m)
         self._u = np.zeros(m)
-        self._Pdiag_qdd = (np.arange(nv), np.arange(nv))
-        self._Pdiag_force = (np.arange(nv, n), np.arange(nv, n))
-        self._Pdiag_joints = (np.arange(6, nv), np.arange(6, nv))
+        self._P_diag = self._P.ravel()[:: n + 1]  # C-contiguous: the diagonal as a strided view
+        assert np.shares_memory(self._P_diag, self._P)
         self._reg = np.full(n, s.reg_force)
         self._reg[:nv] = s.reg_qdd
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
@@ -281,9 +280,10 @@ class WholeBodyQP:
         pw = self.posture.weights
         # the qdd block was overwritten above; the force block's diagonal is written (not added to: it would
         # grow every tick, and the forces with it be penalized more and more the longer the controller runs)
-        P[self._Pdiag_qdd] += self._reg[:nv]
-        P[self._Pdiag_force] = self._reg[nv:]
-        P[self._Pdiag_joints] += pw
+        diag = self._P_diag  # a view of P's diagonal
+        diag[:nv] += self._reg[:nv]
+        diag[nv:] = self._reg[nv:]
+        diag[6:nv] += pw
         g[6:nv] -= pw * self._posture_target
         # constraints
         for c in self.constraints:
