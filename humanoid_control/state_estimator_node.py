@@ -32,6 +32,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
+from humanoid_control.joint_order import JointOrder
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_control.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
@@ -86,6 +87,7 @@ class StateEstimatorNode(Node):
         self.resets = 0
         self.est = StateEstimator(self.config, noise)
         self.names = list(self.config.joint_names)
+        self.joint_order = JointOrder(self.names)
         self.imu_dropped = 0
         self.joints_dropped = 0
         self.updates = 0
@@ -155,18 +157,16 @@ class StateEstimatorNode(Node):
             self._publish(t, msg.header.stamp, self.est.estimate(t, gyro))
 
     def _on_joints(self, msg: JointState) -> None:
-        names = list(msg.name)
-        try:
-            order = [names.index(n) for n in self.names]
-        except ValueError:
+        n = len(msg.name)
+        if self.joint_order.missing(msg.name):
             self.joints_dropped += 1
             self.get_logger().warning("dropped /joint_states with missing joints", throttle_duration_sec=1.0)
             return
-        if len(msg.position) != len(names) or len(msg.effort) != len(names):
+        if len(msg.position) != n or len(msg.effort) != n:
             self.joints_dropped += 1
             return
-        q, tau = np.asarray(msg.position)[order], np.asarray(msg.effort)[order]
-        dq = np.asarray(msg.velocity)[order] if len(msg.velocity) == len(names) else None
+        q, tau = self.joint_order.take(msg.position), self.joint_order.take(msg.effort)
+        dq = self.joint_order.take(msg.velocity) if len(msg.velocity) == n else None
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))) or (
             dq is not None and not np.all(np.isfinite(dq))
         ):

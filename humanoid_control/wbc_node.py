@@ -42,13 +42,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from humanoid_control.joint_order import JointOrder
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.controller import StandingController
 from humanoid_control.wbc.markers import MarkerSet, marker_set
-from humanoid_control.wbc.runner import OdomSample, WbcRunner, WbcRunnerSettings, WbcState, reorder
+from humanoid_control.wbc.runner import OdomSample, WbcRunner, WbcRunnerSettings, WbcState
 
 try:  # optional: ros-visualization-msgs
     from visualization_msgs.msg import Marker, MarkerArray
@@ -98,6 +99,7 @@ class WbcNode(Node):
         self.controller = StandingController(self.config, balance=balance, command=command)
         self.runner = WbcRunner(self.controller, runner_settings)
         self.names = list(self.config.joint_names)
+        self.joint_order = JointOrder(self.names)
         self.driver_mode: str | None = None
         self._pending: tuple[float, np.ndarray, np.ndarray, Any] | None = None
         self._pending_since = 0.0
@@ -216,7 +218,7 @@ class WbcNode(Node):
             self._answer(*pending)
 
     def _on_joint_states(self, msg: JointState) -> None:
-        arrays = reorder(self.names, list(msg.name), msg.position, msg.velocity)
+        arrays = self.joint_order(msg.name, msg.position, msg.velocity)
         if isinstance(arrays, str):
             self.runner.counters.states_refused += 1
             self.runner.counters.last_refusal = arrays

@@ -38,6 +38,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from humanoid_control.joint_order import JointOrder
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_policy.manifest import load_policy
@@ -113,7 +114,7 @@ class PolicyRunnerNode(Node):
         self.max_state_gap_ms = 0.0  # wall time between /joint_states callbacks (stalls show here)
         self.max_callback_ms = 0.0
         self._index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
-        self._order_cache: tuple[tuple[str, ...], np.ndarray] | None = None
+        self.joint_order = JointOrder(self.names)
         self._zeros = [0.0] * len(self.names)
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -216,25 +217,18 @@ class PolicyRunnerNode(Node):
         self.driver_mode = msg.data
 
     def _reorder(self, msg: JointState) -> tuple[np.ndarray, np.ndarray] | None:
-        names = tuple(msg.name)
-        if self._order_cache is None or self._order_cache[0] != names:
-            try:
-                order = np.array([names.index(n) for n in self.names])
-            except ValueError:
-                missing = [n for n in self.names if n not in names]
-                self.states_refused += 1
-                self.last_refusal = f"joint state without joints {missing}"
-                self.get_logger().error(
-                    f"dropped /joint_states: missing {missing}", throttle_duration_sec=1.0
-                )
-                return None
-            self._order_cache = (names, order)
-        order = self._order_cache[1]
-        if len(msg.position) != len(names) or len(msg.velocity) != len(names):
+        missing = self.joint_order.missing(msg.name)
+        if missing:
+            self.states_refused += 1
+            self.last_refusal = f"joint state without joints {missing}"
+            self.get_logger().error(f"dropped /joint_states: missing {missing}", throttle_duration_sec=1.0)
+            return None
+        n = len(msg.name)
+        if len(msg.position) != n or len(msg.velocity) != n:
             self.states_refused += 1
             self.last_refusal = "joint state with wrong lengths"
             return None
-        return np.asarray(msg.position)[order], np.asarray(msg.velocity)[order]
+        return self.joint_order.take(msg.position), self.joint_order.take(msg.velocity)
 
     def _on_joint_states(self, msg: JointState) -> None:
         wall = time.perf_counter()

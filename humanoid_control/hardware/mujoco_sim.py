@@ -131,14 +131,13 @@ class MujocoBackend(RobotBackend):
             else:
                 self._tau = self._command.torque(d.qpos[qa], d.qvel[va], self.effort)
             d.ctrl[act] = self._tau
-            if self._push_steps_left > 0:
+            pushing = self._push_steps_left > 0
+            if pushing:
                 d.xfrc_applied[self._push_body, 0:3] = self._push_force
                 self._push_steps_left -= 1
-            else:
-                d.xfrc_applied[self._push_body, 0:3] = 0.0
             mujoco.mj_step(m, d)
-        if self._push_steps_left == 0:
-            d.xfrc_applied[self._push_body, 0:3] = 0.0
+            if pushing and self._push_steps_left == 0:  # the last step of the push: off before anything reads
+                d.xfrc_applied[self._push_body, 0:3] = 0.0
         # recompute positions, sensors and contact forces for the new state so that everything read is
         # coherent
         mujoco.mj_forward(m, d)

@@ -202,15 +202,3 @@ class WbcRunner:
         self.reason = reason
         self.counters.transitions.append((t, state.value, reason))
         del self.counters.transitions[:-50]
-
-
-def reorder(names: list[str], msg_names: list[str], *arrays: list[float]) -> tuple[np.ndarray, ...] | str:
-    """Arrays of a joint message in the order ``names``; a reason string when joints or values are missing."""
-    index = {n: i for i, n in enumerate(msg_names)}
-    missing = [n for n in names if n not in index]
-    if missing:
-        return f"joint state without joints {missing}"
-    if any(len(a) != len(msg_names) for a in arrays):
-        return "joint state with wrong lengths"
-    order = np.array([index[n] for n in names])
-    return tuple(np.asarray(a, dtype=float)[order] for a in arrays)
