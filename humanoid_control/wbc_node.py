@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -103,9 +104,10 @@ class WbcNode(Node):
         self.driver_mode: str | None = None
         self._pending: tuple[float, np.ndarray, np.ndarray, Any] | None = None
         self._pending_since = 0.0
-        self._tick_us: list[float] = []
-        self._solve_us: list[float] = []
-        self._iterations: list[int] = []
+        # the last 2000 ticks (diagnostics statistics)
+        self._tick_us: deque[float] = deque(maxlen=2000)
+        self._solve_us: deque[float] = deque(maxlen=2000)
+        self._iterations: deque[int] = deque(maxlen=2000)
         self._last_diag = -1e9
         self._last_marker = -1e9
         self._published_state = ""
@@ -267,7 +269,6 @@ class WbcNode(Node):
                 self._tick_us.append((time.perf_counter() - t0) * 1e6)
                 self._solve_us.append(res.solve_time_s * 1e6)
                 self._iterations.append(res.iterations)
-                del self._tick_us[:-2000], self._solve_us[:-2000], self._iterations[:-2000]
         if self.runner.estop_requested:
             self.runner.estop_requested = False
             self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
