@@ -302,7 +302,8 @@ class WbcGraph:
                 continue
             return self.probe.sim_time()
         raise RuntimeError(
-            f"the estimator could not be reset within the driver's settle ramp ({attempts} tries)"
+            f"no trial could start after {attempts} respawns (the estimator reset after the settle ramp, or "
+            "the WBC faulted before it took over)"
         )
 
 
