@@ -251,6 +251,7 @@ def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
     s = WbcSettings()
     robot = tsid.RobotWrapper(pmodel.model, False)
     form = tsid.InverseDynamicsFormulationAccForce("wbc", robot, False)
+    keep: list[Any] = []  # the formulation holds raw references: its tasks and contacts must outlive it
     q0, v0 = states[0]
     form.computeProblemData(0.0, q0, v0)
     data = form.data()
@@ -270,6 +271,7 @@ def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
         contact.setKd(s.kd_contact * np.ones(6))
         contact.setReference(robot.framePosition(data, pmodel.sole_frame_ids[side]))
         form.addRigidContact(contact, s.reg_force)
+        keep.append(contact)
     com = tsid.TaskComEquality("com", robot)
     com.setKp(100.0 * np.ones(3))
     com.setKd(20.0 * np.ones(3))
@@ -293,11 +295,18 @@ def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
         )
         task.setReference(traj.computeNext())
         form.addMotionTask(task, w, 1, 0.0)
+        keep += [task, traj]
     posture = tsid.TaskJointPosture("posture", robot)
     posture.setKp(s.kp_posture * np.ones(robot.na))
     posture.setKd(s.kd_posture * np.ones(robot.na))
     posture.setReference(tsid.TrajectoryEuclidianConstant("q_ref", config.array("default")).computeNext())
     form.addMotionTask(posture, s.w_posture, 1, 0.0)
+    limits = tsid.TaskJointPosVelAccBounds("joint_limits", robot, 0.002, False)
+    limits.setPositionBounds(config.array("lower"), config.array("upper"))
+    limits.setVelocityBounds(config.array("velocity"))
+    limits.setAccelerationBounds(s.qdd_max * np.ones(robot.na))
+    form.addMotionTask(limits, 1.0, 0, 0.0)
+    keep.append(limits)
     bounds = tsid.TaskActuationBounds("tau", robot)
     effort = config.array("effort")
     bounds.setBounds(-effort, effort)
@@ -305,12 +314,16 @@ def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
     solver = tsid.SolverHQuadProgFast("qp")
     solver.resize(form.nVar, form.nEq, form.nIn)
     ticks = []
+    failed = 0
     for q, v in states:
         t0 = time.perf_counter()
         hqp = form.computeProblemData(0.0, q, v)
         sol = solver.solve(hqp)
         form.getAccelerations(sol)
         ticks.append(time.perf_counter() - t0)
+        failed += int(sol.status != 0)
+    if failed:
+        raise RuntimeError(f"TSID failed to solve {failed} of {len(states)} states")
     return ticks
 
 

@@ -36,24 +36,35 @@ from humanoid_control.wbc.dynamics import RobotDynamics
 # ---------------------------------------------------------------------------------------------- polygons
 def convex_hull(points: np.ndarray) -> np.ndarray:
     """Convex hull (counter-clockwise, no repeated end point) of (N, 2) points, monotone chain."""
-    pts = sorted(np.asarray(points, dtype=float).tolist())  # by x, then y
+    return np.array(_hull(np.asarray(points, dtype=float).tolist()))
+
+
+def _hull(points: list[list[float]]) -> list[list[float]]:
+    """:func:`convex_hull` on a list of ``[x, y]``."""
+    pts = sorted(points)  # by x, then y
     if len(pts) < 3:
-        return np.array(pts)
+        return pts
 
-    def cross(o: list[float], a: list[float], b: list[float]) -> float:
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
+    # monotone chain; the turn test (cross product of o->a and o->b <= 0: not a left turn) written inline
     lower: list[list[float]] = []
     for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+        px, py = p
+        while len(lower) >= 2:
+            (ox, oy), (ax, ay) = lower[-2], lower[-1]
+            if (ax - ox) * (py - oy) - (ay - oy) * (px - ox) > 0:
+                break
             lower.pop()
         lower.append(p)
     upper: list[list[float]] = []
     for p in reversed(pts):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+        px, py = p
+        while len(upper) >= 2:
+            (ox, oy), (ax, ay) = upper[-2], upper[-1]
+            if (ax - ox) * (py - oy) - (ay - oy) * (px - ox) > 0:
+                break
             upper.pop()
         upper.append(p)
-    return np.array(lower[:-1] + upper[:-1])
+    return lower[:-1] + upper[:-1]
 
 
 _NEXT: dict[int, np.ndarray] = {}
@@ -183,6 +194,7 @@ class BalanceState:
     support_polygon: np.ndarray
     com_acceleration: np.ndarray
     angular_momentum_rate: np.ndarray
+    yaw: float = 0.0  # heading of the feet (rad, about world z)
 
 
 def default_com_offset(config: RobotConfig, pmodel: PinocchioRobotModel) -> np.ndarray:
@@ -208,6 +220,8 @@ class StandingBalance:
     ) -> None:
         self.settings = settings or BalanceSettings()
         self.com_offset = default_com_offset(config, pmodel)
+        # sole polygon corners (sole frame, m) per foot
+        self._local = {s: [(float(x), float(y)) for x, y in foot.polygon] for s, foot in config.feet.items()}
         self.reference_shift = np.zeros(3)  # added to the reference CoM (m), e.g. to lean
         self.state: BalanceState | None = None
 
@@ -234,16 +248,21 @@ class StandingBalance:
             mid[1] + syaw * off[0] + cyaw * off[1] + shift[1],
             mid[2] + off[2] + shift[2],
         ]
-        points = [dyn.contact_points_world(side)[:, :2] for side in dyn.sides if contacts.get(side, False)]
-        poly = convex_hull(np.concatenate(points)) if points else np.array([mid[:2]])
+        # horizontal sole corners of the feet in contact (world frame), in floats
+        corners: list[list[float]] = []
+        for side, f, p in zip(dyn.sides, frames, sole_pos, strict=True):
+            if contacts.get(side, False):
+                (r00, r01, _), (r10, r11, _), _ = f.rotation.tolist()
+                px, py = p[0], p[1]
+                corners.extend([px + r00 * x + r01 * y, py + r10 * x + r11 * y] for x, y in self._local[side])
+        pts = _hull(corners) if corners else [mid[:2]]
         ground = mid[2]
         height = max(cz - ground, 0.05)
         omega = math.sqrt(dyn.gravity / height)
         xi_x, xi_y = cx + vx / omega, cy + vy / omega
         px = xi_x + s.dcm_gain * (xi_x - ref[0])
         py = xi_y + s.dcm_gain * (xi_y - ref[1])
-        if len(poly) >= 3:
-            pts = poly.tolist()
+        if len(pts) >= 3:
             lines = _edge_lines(pts)  # shared by both offsets
             inner = _offset(pts, lines, -s.cop_margin) if s.cop_margin != 0.0 else pts
             cop_x, cop_y = _clamp(px, py, inner)
@@ -253,7 +272,7 @@ class StandingBalance:
             else:
                 cmp_x, cmp_y = cop_x, cop_y
         else:
-            cop_x, cop_y = cmp_x, cmp_y = float(poly[0][0]), float(poly[0][1])
+            cop_x, cop_y = cmp_x, cmp_y = float(pts[0][0]), float(pts[0][1])
         w2 = omega * omega
         ax, ay = w2 * (cx - cmp_x), w2 * (cy - cmp_y)
         az = s.kp_height * (ref[2] - cz) - s.kd_height * vz
@@ -269,7 +288,8 @@ class StandingBalance:
         xi_ref = np.array(ref[:2])
         cop = np.array([cop_x, cop_y])
         cmp = np.array([cmp_x, cmp_y])
-        self.state = BalanceState(c.copy(), cd.copy(), xi, xi_ref, omega, cop, cmp, poly, acc, ldot)
+        poly = np.array(pts)
+        self.state = BalanceState(c.copy(), cd.copy(), xi, xi_ref, omega, cop, cmp, poly, acc, ldot, yaw)
         return self.state
 
 

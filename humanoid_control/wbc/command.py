@@ -18,6 +18,7 @@ most ``max_hold_ticks`` consecutive ticks; the tick after that requests damping,
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +77,7 @@ class CommandGenerator:
         self.settings = settings or CommandSettings()
         self.lower, self.upper = config.array("lower"), config.array("upper")
         self.velocity, self.effort = config.array("velocity"), config.array("effort")
+        self._neg_velocity, self._neg_effort = -self.velocity, -self.effort
         self.counters = FailureCounters()
         self.last_safe: JointCommand | None = None
         self.damping = False
@@ -91,14 +93,20 @@ class CommandGenerator:
     ) -> JointCommand:
         """Command for this tick. ``ok``: the QP solved; ``q, dq`` measured; ``qdd, tau`` from the QP."""
         c = self.counters
-        good = ok and bool(np.all(np.isfinite(qdd))) and bool(np.all(np.isfinite(tau)))
+        # a sum is finite iff every entry is
+        good = ok and math.isfinite(float(qdd.sum()) + float(tau.sum()))
         if good and not self.damping:
             dt = self.settings.dt
+            dq_cmd = qdd * dt  # velocity change over the tick
+            q_cmd = dq_cmd * (0.5 * dt)
+            q_cmd += q
+            q_cmd += dq * dt
+            dq_cmd += dq
             cmd = JointCommand(
                 CommandMode.TRACK,
-                _clip(q + dq * dt + 0.5 * dt * dt * qdd, self.lower, self.upper),
-                _clip(dq + qdd * dt, -self.velocity, self.velocity),
-                _clip(np.array(tau, dtype=float), -self.effort, self.effort),
+                _clip(q_cmd, self.lower, self.upper),
+                _clip(dq_cmd, self._neg_velocity, self.velocity),
+                _clip(np.array(tau, dtype=float), self._neg_effort, self.effort),
             )
             c.solved += 1
             c.consecutive = 0

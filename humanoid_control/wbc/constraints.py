@@ -279,6 +279,15 @@ class JointLimits(Constraint):
         self.q_min, self.q_max, self.dq_max = (np.asarray(a, dtype=float) for a in (q_min, q_max, dq_max))
         self.tp, self.tv, self.qdd_max = horizon_position, horizon_velocity, qdd_max
         self._written = False
+        # per-tick temporaries, and the limit terms that do not change between ticks
+        c = 2.0 / (self.tp * self.tp)
+        self._c = c
+        self._pos_lo, self._pos_hi = c * self.q_min, c * self.q_max
+        self._vel_lim = self.dq_max / self.tv
+        self._t = np.zeros(self.rows)
+        self._s = np.zeros(self.rows)
+        self._w = np.zeros(self.rows)
+        self._crossed = np.zeros(self.rows, dtype=bool)
 
     def pattern(self) -> np.ndarray:
         pat = np.zeros((self.rows, self.n), dtype=bool)
@@ -292,14 +301,21 @@ class JointLimits(Constraint):
             self._written = True
         q = self.dyn.q[7:]
         dq = self.dyn.v[6:]
-        tp, tv = self.tp, self.tv
-        drift = q + dq * tp
-        c = 2.0 / (tp * tp)
-        lo = np.maximum(c * (self.q_min - drift), (-self.dq_max - dq) / tv)
-        hi = np.minimum(c * (self.q_max - drift), (self.dq_max - dq) / tv)
-        np.minimum(np.maximum(lo, -self.qdd_max, out=lower), self.qdd_max, out=lower)
-        np.minimum(np.maximum(hi, -self.qdd_max, out=upper), self.qdd_max, out=upper)
-        crossed = lower > upper
+        t, s, w = self._t, self._s, self._w
+        # t = -c (q + dq T_p): the position bounds are c q_min + t, c q_max + t
+        np.multiply(dq, self.tp, out=t)
+        t += q
+        t *= -self._c
+        # s = -dq / T_v: the velocity bounds are s -+ dq_max / T_v
+        np.multiply(dq, -1.0 / self.tv, out=s)
+        np.add(t, self._pos_lo, out=lower)
+        np.maximum(lower, np.subtract(s, self._vel_lim, out=w), out=lower)
+        np.add(t, self._pos_hi, out=upper)
+        np.minimum(upper, np.add(s, self._vel_lim, out=w), out=upper)
+        qm = self.qdd_max
+        np.minimum(np.maximum(lower, -qm, out=lower), qm, out=lower)
+        np.minimum(np.maximum(upper, -qm, out=upper), qm, out=upper)
+        crossed = np.greater(lower, upper, out=self._crossed)
         if crossed.any():
             mid = 0.5 * (lower + upper)
             lower[crossed] = mid[crossed]

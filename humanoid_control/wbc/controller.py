@@ -47,9 +47,7 @@ class StandingController:
         qp.com.desired_acceleration[:] = bal.com_acceleration
         qp.angular_momentum.reference_rate[:] = bal.angular_momentum_rate
         # upright, heading of the feet
-        heading = sum(qp.dyn.frames[side].rotation[:, 0] for side in qp.dyn.sides)
-        yaw = math.atan2(heading[1], heading[0])
-        c, s = math.cos(yaw), math.sin(yaw)
+        c, s = math.cos(bal.yaw), math.sin(bal.yaw)
         rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         qp.base_orientation.reference[:] = rz
         if qp.torso_orientation is not None:

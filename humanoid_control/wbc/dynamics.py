@@ -59,18 +59,22 @@ class RobotDynamics:
         self.data = self.model.createData()
         self.nv = int(self.model.nv)
         self.nq = int(self.model.nq)
+        if self.model.njoints < 2 or self.model.joints[1].shortname() != "JointModelFreeFlyer":
+            raise ValueError("RobotDynamics expects a floating-base model (joint 1 a free flyer)")
         self.mass = float(pin.computeTotalMass(self.model))
         self.gravity = float(np.linalg.norm(self.model.gravity.linear))
-        self.M = np.zeros((self.nv, self.nv))
-        self.h = np.zeros(self.nv)
+        self._g_vec = [float(x) for x in self.model.gravity.linear]  # world frame (m/s^2)
+        self.M = np.zeros((self.nv, self.nv))  # C order (pinocchio's own is Fortran order)
         self.Ag = np.zeros((6, self.nv))
+        self.h = self.data.nle  # a view of pinocchio's buffer, refreshed in place by computeAllTerms
+        if not np.shares_memory(self.h, self.data.nle):  # a binding that returns copies
+            raise RuntimeError("pinocchio's data.nle is not a view; RobotDynamics needs one")
         self.hg = np.zeros(6)
         self.hg_drift = np.zeros(6)
         self.com = np.zeros(3)
         self.com_velocity = np.zeros(3)
         self.q = pin.neutral(self.model)
         self.v = np.zeros(self.nv)
-        self._zero_a = np.zeros(self.nv)
         self.sides = tuple(sorted(config.feet))
         names: dict[str, int] = {s: pmodel.sole_frame_ids[s] for s in self.sides}
         names["base"] = self.model.getFrameId(config.base_body)
@@ -113,24 +117,44 @@ class RobotDynamics:
         m, d = self.model, self.data
         self.q[:] = q
         self.v[:] = v
-        pin.computeAllTerms(m, d, q, v)  # M, nle, joint Jacobians, com, vcom, Ag, hg
+        # M, nle, joint Jacobians, com, vcom, Ag, hg; its RNEA pass at qdd = 0 also leaves data.a at the
+        # zero-acceleration values, which the frame drifts below read
+        pin.computeAllTerms(m, d, q, v)  # also refreshes the view self.h
+        pin.updateFramePlacements(m, d)
         self.M[:] = d.M
-        self.h[:] = d.nle
         self.Ag[:] = d.Ag
         self.hg[:] = d.hg.vector
         self.com[:] = d.com[0]
         self.com_velocity[:] = d.vcom[0]
-        # second-order forward kinematics at qdd = 0: momentum-rate drift and data.a for frame drifts
-        self.hg_drift[:] = pin.computeCentroidalMomentumTimeVariation(m, d, q, v, self._zero_a).vector
-        pin.updateFramePlacements(m, d)
+        self._momentum_drift()
         for fs in self.frames.values():
             fid = fs.frame_id
             oMf = d.oMf[fid]
             fs.position[:] = oMf.translation
             fs.rotation[:] = oMf.rotation
-            fs.jacobian[:] = pin.getFrameJacobian(m, d, fid, _LWA)
+            fs.jacobian = pin.getFrameJacobian(m, d, fid, _LWA)  # a new array (owns its data)
             fs.velocity[:] = pin.getFrameVelocity(m, d, fid, _LWA).vector
             fs.drift[:] = pin.getFrameClassicalAcceleration(m, d, fid, _LWA).vector
+
+    def _momentum_drift(self) -> None:
+        """``hg_drift = Adot_G v`` from the nonlinear effects' base rows, without a second kinematics pass.
+
+        At ``qdd = 0`` the base rows of ``h`` are the wrench the root joint must transmit (base frame, about
+        the base origin): the momentum rate minus gravity. Rotated to world axes, moved to the CoM and with
+        gravity added back: ``hdot_G = [R f_b + m g; R n_b + (p_b - c) x R f_b]`` (N, N m); equal to
+        pinocchio's ``computeCentroidalMomentumTimeVariation`` at ``qdd = 0`` to round-off.
+        """
+        oMb = self.data.oMi[1]
+        fw = oMb.rotation @ self.h[0:6].reshape(2, 3).T  # (3, 2): columns R f_b, R n_b
+        (fx, nx), (fy, ny), (fz, nz) = fw.tolist()
+        rx, ry, rz = (oMb.translation - self.com).tolist()
+        hd = self.hg_drift
+        hd[0] = fx + self.mass * self._g_vec[0]
+        hd[1] = fy + self.mass * self._g_vec[1]
+        hd[2] = fz + self.mass * self._g_vec[2]
+        hd[3] = nx + ry * fz - rz * fy
+        hd[4] = ny + rz * fx - rx * fz
+        hd[5] = nz + rx * fy - ry * fx
 
     def contact_points_world(self, side: str) -> np.ndarray:
         """(k, 3) contact points of a sole in the world frame (m)."""

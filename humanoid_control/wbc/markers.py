@@ -62,6 +62,8 @@ def marker_set(
     scale = arrow_length_at_weight / max(weight, 1e-9)
     for side, f in forces.items():
         for p, fi in zip(contact_points[side], f, strict=False):
+            if not np.all(np.isfinite(fi)):  # a failed tick's forces are NaN
+                continue
             out.append(
                 MarkerSpec(
                     "arrow",

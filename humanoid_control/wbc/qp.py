@@ -21,8 +21,9 @@ the equality rows (dynamics, contacts) are re-imposed exactly by a minimum-norm 
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +41,7 @@ from humanoid_control.wbc.constraints import (
     TorqueLimits,
 )
 from humanoid_control.wbc.dynamics import RobotDynamics
-from humanoid_control.wbc.solver import OsqpSolver, QpSolver, QpStatus
+from humanoid_control.wbc.solver import OsqpSolver, QpResult, QpSolver, QpStatus
 from humanoid_control.wbc.tasks import (
     AngularMomentumTask,
     ComTask,
@@ -65,6 +66,11 @@ class WbcSettings:
         f_min, f_max: bounds of each corner's normal force in contact (N).
         horizon_position, horizon_velocity: joint-limit horizons (s); qdd_max: acceleration clip (rad/s^2).
         friction: overrides the configuration's ``wbc.friction`` when not None.
+        torque_screening: solve first without the torque-limit rows (a smaller problem: those rows carry the
+            mass matrix and the contact Jacobians) and solve the full problem only when that solution breaks
+            a torque limit, or while the last full solution was within ``screening_margin`` of one. Exact:
+            an optimum of the smaller problem that satisfies the dropped rows is an optimum of the full one.
+        screening_margin: fraction of a torque limit under which the full problem may be left again.
     """
 
     w_com: float = 1000.0
@@ -91,6 +97,8 @@ class WbcSettings:
     horizon_velocity: float = 0.05
     qdd_max: float = 1000.0
     friction: float | None = None
+    torque_screening: bool = True
+    screening_margin: float = 0.9
 
 
 @dataclass
@@ -102,7 +110,8 @@ class WbcOutput:
         qdd (nv,): generalized accelerations. forces: per side (k, 3) corner forces, world frame (N).
         tau (nv - 6,): joint torques in velocity order (N m), from the dynamics.
         iterations: solver iterations. solve_time_s: solver alone; tick_time_s: whole tick incl. dynamics
-            and assembly (s).
+            and assembly (s). Both summed over the tick's solves.
+        full_problem: the tick solved the problem with the torque-limit rows (see ``torque_screening``).
     """
 
     status: QpStatus
@@ -112,7 +121,7 @@ class WbcOutput:
     iterations: int
     solve_time_s: float
     tick_time_s: float
-    extra: dict[str, float] = field(default_factory=dict)
+    full_problem: bool = True
 
     @property
     def ok(self) -> bool:
@@ -130,6 +139,43 @@ def _csc_pattern(mask: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
     indptr = np.cumsum(indptr)
     mat = sp.csc_matrix((np.ones(rows.size), rows.astype(np.int64), indptr), shape=(nr, nc))
     return mat, rows * nc + cols
+
+
+class _Problem:
+    """One QP handed to a solver: a subset of the constraint rows (its fixed CSC pattern) and the solver.
+
+    ``rows`` are indices into the QP's constraint rows; :meth:`solve` gathers this problem's values from the
+    QP's dense buffers, sets the solver up on first use (and after a failure) and solves warm-started.
+    """
+
+    def __init__(
+        self, name: str, rows: np.ndarray, a_mask: np.ndarray, p_csc: sp.csc_matrix, solver: QpSolver
+    ) -> None:
+        self.name, self.rows, self.solver = name, rows, solver
+        self._P_csc = p_csc
+        self.A_csc, idx = _csc_pattern(a_mask)
+        n = a_mask.shape[1]
+        self.A_idx = rows[idx // n] * n + idx % n  # flat indices into the QP's (m, n) buffer
+        self.setup_done = False
+        self._Ax = np.zeros(self.A_idx.size)
+        self._all = rows.size == rows[-1] + 1 if rows.size else True  # every row, in order
+
+    def solve(
+        self, Px: np.ndarray, g: np.ndarray, A: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    ) -> QpResult:
+        Ax = np.take(A, self.A_idx, out=self._Ax)
+        # copies: the solver may clip the bounds in place
+        lo, up = (lower.copy(), upper.copy()) if self._all else (lower[self.rows], upper[self.rows])
+        if not self.setup_done:
+            P = self._P_csc.copy()
+            P.data[:] = Px
+            Am = self.A_csc.copy()
+            Am.data[:] = Ax
+            self.solver.setup(P, g, Am, lo, up)
+            self.setup_done = True
+        else:
+            self.solver.update(Px, g, Ax, lo, up)
+        return self.solver.solve()
 
 
 class WholeBodyQP:
@@ -190,6 +236,11 @@ class WholeBodyQP:
         self._bt = np.zeros(r)
         self._wt = np.zeros(r)
         self._WJ = np.zeros((r, nv))
+        self._task_rows = []
+        for t, rs in zip(self.tasks, self._task_slices, strict=True):
+            self._wt[rs] = t.weights
+            t.weights = self._wt[rs]  # the task's weights live in the QP's row-weight vector
+            self._task_rows.append((t, self._Jt[rs], self._bt[rs]))
         self._posture_target = np.zeros(nv - 6)
         # ---- constraints
         mu = config.wbc.friction if s.friction is None else s.friction
@@ -233,7 +284,6 @@ class WholeBodyQP:
         p_mask = np.zeros((n, n), dtype=bool)
         p_mask[:nv, :nv] = np.triu(np.ones((nv, nv), dtype=bool))
         p_mask[np.arange(nv, n), np.arange(nv, n)] = True
-        self._A_csc, self._A_idx = _csc_pattern(a_mask)
         self._P_csc, self._P_idx = _csc_pattern(p_mask)
         self._A = np.zeros((m, n))
         self._P = np.zeros((n, n))
@@ -246,10 +296,22 @@ class WholeBodyQP:
         self._reg[:nv] = s.reg_qdd
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
             c.bind(self._A[rs], self._l[rs], self._u[rs])
-        self.solver = solver or OsqpSolver()
-        self._setup_done = False
+        # ---- the problems handed to solvers: the full one, and the one without the torque-limit rows
+        full = _Problem("full", np.arange(m), a_mask, self._P_csc, solver or OsqpSolver())
+        self.problems = [full]
+        self.solver = full.solver
+        screened = None
+        solver_spawn = full.solver.spawn() if s.torque_screening else None
+        if solver_spawn is not None:
+            keep = np.ones(m, dtype=bool)
+            keep[self._row_slices[self.constraints.index(self.torque_limits)]] = False
+            screened = _Problem("screened", np.flatnonzero(keep), a_mask[keep], self._P_csc, solver_spawn)
+            self.problems.append(screened)
+        self._full, self._screened = full, screened
+        self._full_next = screened is None  # solve the full problem first next tick
         self.x = np.zeros(n)
         self._eq_rows = np.zeros(m, dtype=bool)
+        self._Px = np.zeros(self._P_idx.size)
 
     # ------------------------------------------------------------------ contacts
     def set_contact(self, side: str, in_contact: bool) -> None:
@@ -266,10 +328,10 @@ class WholeBodyQP:
 
     def _assemble(self) -> None:
         dyn, nv = self.dyn, self.nv
-        for t, rs in zip(self.tasks, self._task_slices, strict=True):
-            if t.weights.any():  # a disabled task's rows keep weight 0 and do not enter the cost
-                t.fill(dyn, self._Jt[rs], self._bt[rs])
-            self._wt[rs] = t.weights
+        for t, J, b in self._task_rows:
+            w = t.weights  # a view of self._wt
+            if w[0] != 0.0 or w.any():  # a disabled task's rows keep weight 0 and do not enter the cost
+                t.fill(dyn, J, b)
         np.multiply(self._Jt, self._wt[:, None], out=self._WJ)
         P, g = self._P, self._g
         np.matmul(self._WJ.T, self._Jt, out=P[:nv, :nv])
@@ -290,57 +352,82 @@ class WholeBodyQP:
             c.fill()
 
     def solve(self) -> WbcOutput:
-        """Assemble and solve for the state given to :meth:`update_dynamics`; tau recovered from dynamics."""
+        """Assemble and solve for the state given to :meth:`update_dynamics`; tau recovered from dynamics.
+
+        With ``torque_screening`` the problem without the torque-limit rows is solved first; the full problem
+        is solved (warm-started from its own last solution) when that answer breaks a torque limit, and first
+        while the full problem's last answer had a torque beyond ``screening_margin`` of its limit.
+        """
         t0 = time.perf_counter()
         self._assemble()
-        Px = self._P.ravel()[self._P_idx]
-        Ax = self._A.ravel()[self._A_idx]
-        finite = np.isfinite(Px).all() and np.isfinite(Ax).all() and np.isfinite(self._g).all()
-        if not finite or np.isnan(self._l).any() or np.isnan(self._u).any():
+        Px = np.take(self._P, self._P_idx, out=self._Px)
+        g, lower, upper = self._g, self._l, self._u
+        # one sum per array: non-finite iff an entry is (l holds -inf and u +inf legitimately: NaN only)
+        if not (
+            math.isfinite(Px.sum() + g.sum() + self._A.sum())
+            and not math.isnan(lower.sum())
+            and not math.isnan(upper.sum())
+        ):
             # a non-finite state or reference: refused before it reaches the solver (its warm start would keep
             # the NaN and fail every later tick too)
             return self._failed(t0, QpStatus.NON_FINITE)
-        if not self._setup_done:
-            P = self._P_csc.copy()
-            P.data[:] = Px
-            A = self._A_csc.copy()
-            A.data[:] = Ax
-            self.solver.setup(P, self._g, A, self._l.copy(), self._u.copy())
-            self._setup_done = True
-        else:
-            self.solver.update(Px, self._g, Ax, self._l.copy(), self._u.copy())
-        res = self.solver.solve()
-        status = res.status
-        x = self.x
-        if status.ok and np.all(np.isfinite(res.x)):
+        nv, x = self.nv, self.x
+        tau_rows = self._A[6:nv]
+        h_a = self.dyn.h[6:]
+        tau_max = self.torque_limits.tau_max * self.torque_limits.scale
+        iterations, solve_time = 0, 0.0
+        full = self._full_next or self._screened is None
+        status = QpStatus.FAILED
+        tau = h_a
+        for problem in (self._full,) if full else (self._screened, self._full):
+            assert problem is not None
+            res = problem.solve(Px, g, self._A, lower, upper)
+            iterations += res.iterations
+            solve_time += res.solve_time_s
+            status = res.status
+            if status.ok and not np.all(np.isfinite(res.x)):
+                status = QpStatus.FAILED
+            if not status.ok:
+                break  # the full problem has every row of the screened one: no better chance there
             x[:] = res.x
             self._project_equalities(x)
-        elif status.ok:
-            status = QpStatus.FAILED
+            tau = tau_rows @ x + h_a
+            if problem is self._full:
+                self._full_next = bool(np.any(np.abs(tau) > self.settings.screening_margin * tau_max))
+                full = True
+                break
+            if not np.any(np.abs(tau) > tau_max):
+                break  # the screened optimum keeps every torque limit: it is the full problem's optimum
         if not status.ok:
-            self._setup_done = False  # start the next tick from a fresh solver: no warm start from a failure
-        nv = self.nv
-        qdd = x[:nv].copy()
-        tau = self._A[6:nv] @ x + self.dyn.h[6:]
+            for problem in self.problems:
+                problem.setup_done = False  # the next tick starts from fresh solvers: no failed warm start
+            self._full_next = self._screened is None
+            return self._failed(t0, status, iterations, solve_time)
         forces = {side: x[c].reshape(-1, 3).copy() for side, c in self.force_cols.items()}
-        return WbcOutput(status, qdd, forces, tau, res.iterations, res.solve_time_s, time.perf_counter() - t0)
+        return WbcOutput(
+            status, x[:nv].copy(), forces, tau, iterations, solve_time, time.perf_counter() - t0, full
+        )
 
-    def _failed(self, t0: float, status: QpStatus) -> WbcOutput:
-        """The output of a tick refused before the solver (non-finite problem data)."""
+    def _failed(self, t0: float, status: QpStatus, iterations: int = 0, solve_time: float = 0.0) -> WbcOutput:
+        """The output of a failed tick: non-finite problem data refused, or the solver's failure (NaN)."""
         nv = self.nv
         nan = np.full(nv, np.nan)
         forces = {side: np.full(((c.stop - c.start) // 3, 3), np.nan) for side, c in self.force_cols.items()}
-        return WbcOutput(status, nan, forces, nan[6:].copy(), 0, 0.0, time.perf_counter() - t0)
+        return WbcOutput(
+            status, nan, forces, nan[6:].copy(), iterations, solve_time, time.perf_counter() - t0, True
+        )
 
     def _project_equalities(self, x: np.ndarray) -> None:
         """Minimum-norm correction of ``x`` so that the equality rows hold to round-off."""
-        eq = np.equal(self._l, self._u, out=self._eq_rows)
-        E = self._A[eq]
-        r = self._l[eq] - E @ x
-        _, y, info = lapack.dposv(E @ E.T, r)  # E E^T is symmetric positive definite (E has full row rank)
+        eq = np.flatnonzero(np.equal(self._l, self._u, out=self._eq_rows))
+        E = self._A.take(eq, axis=0)
+        r = self._l.take(eq)
+        r -= E @ x
+        # E E^T is symmetric positive definite (E has full row rank)
+        _, y, info = lapack.dposv(E @ E.T, r, overwrite_a=True, overwrite_b=True)
         if info != 0:
             y = np.linalg.lstsq(E @ E.T, r, rcond=None)[0]
-        x += E.T @ y
+        x += y @ E
 
     # ------------------------------------------------------------------ diagnostics
     def dynamics_residual(self, qdd: np.ndarray, forces: dict[str, np.ndarray], tau: np.ndarray) -> float:

@@ -75,6 +75,11 @@ class QpSolver(abc.ABC):
     def solve(self) -> QpResult:
         """Solve, warm-started from the previous solution."""
 
+    def spawn(self) -> QpSolver | None:
+        """A new, not yet set-up solver with the same settings (for a second problem), or None if this solver
+        cannot make one (the QP then solves its full problem every tick)."""
+        return None
+
 
 @dataclass
 class OsqpSettings:
@@ -139,6 +144,9 @@ class OsqpSolver(QpSolver):
         self._prob = prob
         self._solver = prob._solver  # the compiled solver: update/solve without the wrapper's bookkeeping
         self._infty = float(prob.constant("OSQP_INFTY"))
+
+    def spawn(self) -> OsqpSolver:
+        return OsqpSolver(self.settings)
 
     def update(
         self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
