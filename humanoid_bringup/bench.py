@@ -10,13 +10,22 @@ processes, measured from its own ``/diagnostics``:
   ``lockstep_realtime_factor`` (simulated seconds per wall second), plus the driver alone in lockstep
   (``lockstep_realtime_factor_driver_only``, no controller to wait for).
 
-``humanoid-bench wbc [--states N]``: the whole-body controller tick in one process (one core): G1, full task
-set (CoM from the DCM balance, angular momentum, base and torso orientation, posture; both feet in contact,
-4 corner forces each with friction pyramids; torque and joint limits), assembly included, over ``N`` (1000)
-standing states with small random perturbations (fixed seed): ``wbc_tick_us_median``, ``wbc_tick_us_p99``,
-plus the solver alone and iterations. If the optional ``tsid`` package is importable the same states are run
-through an equivalent TSID formulation (``tsid_tick_us_median``, ``ratio_vs_tsid`` = ours / TSID); otherwise
-these keys are null and ``"tsid": "not installed"``.
+``humanoid-bench wbc [--states N]``: the whole-body controller in one process (one core): G1, full task set
+(CoM from the DCM balance, angular momentum, base and torso orientation, posture; both feet in contact, 4
+corner forces each with friction pyramids; torque and joint limits), over ``N`` (1000) standing states with
+small random perturbations (fixed seed):
+
+- ``wbc_tick_us_median`` / ``_p99``: the QP tick, assembly included: rigid-body terms (pinocchio), task and
+  constraint assembly, solve, torque recovery; what TSID's ``computeProblemData`` + ``solve`` +
+  ``getAccelerations`` do;
+- ``controller_step_us_median`` / ``_p99``: the whole controller step: the QP tick plus the balance
+  references (capture point, support polygon) and the joint-command integration;
+- the solver alone, iterations, and how often the full problem (with torque-limit rows) was solved.
+
+If the optional ``tsid`` package is importable (``scripts/install_tsid.sh``), the same states are run in the
+same process through an equivalent TSID formulation (``tsid_tick_us_median``, ``ratio_vs_tsid`` = our QP tick
+/ TSID's tick, ``ratio_controller_step_vs_tsid``); otherwise these keys are null and ``"tsid": "not
+installed"``.
 
 ``humanoid-bench policy [--policy NAME]``: the learned-policy runner.
 
@@ -338,37 +347,51 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
     ctl = StandingController(load_robot_config("g1"))
     for q, v in states[:50]:  # warm-up: first setup, caches
         ctl.step(q, v)
-    ticks, solves, iters, ok = [], [], [], 0
+    steps, ticks, solves, iters, ok, full = [], [], [], [], 0, 0
     for q, v in states:
         t0 = time.perf_counter()
         ctl.step(q, v)
-        ticks.append(time.perf_counter() - t0)
+        steps.append(time.perf_counter() - t0)
+        ticks.append(ctl.qp_tick_s)
         out = ctl.last_output
         assert out is not None
         solves.append(out.solve_time_s)
         iters.append(out.iterations)
         ok += int(out.ok)
-    us = np.array(ticks) * 1e6
+        full += int(out.full_problem)
+    us, step_us = np.array(ticks) * 1e6, np.array(steps) * 1e6
     result: dict[str, Any] = {
         "states": n_states,
         "qp_variables": ctl.qp.n,
         "qp_constraints": ctl.qp.m,
         "solved_fraction": ok / n_states,
+        "full_problem_fraction": full / n_states,
         "solve_us_median": float(np.median(solves) * 1e6),
         "iterations_median": float(np.median(iters)),
         "wbc_tick_us_median": float(np.median(us)),
         "wbc_tick_us_p99": float(np.percentile(us, 99)),
+        "controller_step_us_median": float(np.median(step_us)),
+        "controller_step_us_p99": float(np.percentile(step_us, 99)),
     }
+    tsid_keys = ("tsid_tick_us_median", "ratio_vs_tsid", "ratio_controller_step_vs_tsid")
     try:
         tsid_us = np.array(_tsid_ticks(states)) * 1e6
     except ImportError:
-        result.update({"tsid_tick_us_median": None, "ratio_vs_tsid": None, "tsid": "not installed"})
+        result.update(dict.fromkeys(tsid_keys))
+        result["tsid"] = "not installed"
     except Exception as exc:  # an installed but broken binding (e.g. ABI mismatch with pinocchio)
-        result.update({"tsid_tick_us_median": None, "ratio_vs_tsid": None, "tsid": f"failed: {exc!r}"})
+        result.update(dict.fromkeys(tsid_keys))
+        result["tsid"] = f"failed: {exc!r}"
     else:
+        import tsid
+
+        result["tsid"] = str(getattr(tsid, "__version__", "installed"))
         result["tsid_tick_us_median"] = float(np.median(tsid_us))
         result["tsid_tick_us_p99"] = float(np.percentile(tsid_us, 99))
         result["ratio_vs_tsid"] = result["wbc_tick_us_median"] / result["tsid_tick_us_median"]
+        result["ratio_controller_step_vs_tsid"] = (
+            result["controller_step_us_median"] / result["tsid_tick_us_median"]
+        )
     return result
 
 

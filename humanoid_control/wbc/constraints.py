@@ -279,14 +279,15 @@ class JointLimits(Constraint):
         self.q_min, self.q_max, self.dq_max = (np.asarray(a, dtype=float) for a in (q_min, q_max, dq_max))
         self.tp, self.tv, self.qdd_max = horizon_position, horizon_velocity, qdd_max
         self._written = False
-        # per-tick temporaries, and the limit terms that do not change between ticks
+        # bounds as (2, rows) arrays, row 0 lower, row 1 upper: the terms that do not change between ticks
         c = 2.0 / (self.tp * self.tp)
         self._c = c
-        self._pos_lo, self._pos_hi = c * self.q_min, c * self.q_max
-        self._vel_lim = self.dq_max / self.tv
+        self._pos = np.stack([c * self.q_min, c * self.q_max])
+        self._vel = np.stack([-self.dq_max / self.tv, self.dq_max / self.tv])
         self._t = np.zeros(self.rows)
         self._s = np.zeros(self.rows)
-        self._w = np.zeros(self.rows)
+        self._bp = np.zeros((2, self.rows))
+        self._bv = np.zeros((2, self.rows))
         self._crossed = np.zeros(self.rows, dtype=bool)
 
     def pattern(self) -> np.ndarray:
@@ -301,20 +302,21 @@ class JointLimits(Constraint):
             self._written = True
         q = self.dyn.q[7:]
         dq = self.dyn.v[6:]
-        t, s, w = self._t, self._s, self._w
-        # t = -c (q + dq T_p): the position bounds are c q_min + t, c q_max + t
+        t, s, bp, bv = self._t, self._s, self._bp, self._bv
+        # position bounds c q_lim - c (q + dq T_p); velocity bounds (-+dq_max - dq) / T_v
         np.multiply(dq, self.tp, out=t)
         t += q
         t *= -self._c
-        # s = -dq / T_v: the velocity bounds are s -+ dq_max / T_v
+        np.add(self._pos, t, out=bp)
         np.multiply(dq, -1.0 / self.tv, out=s)
-        np.add(t, self._pos_lo, out=lower)
-        np.maximum(lower, np.subtract(s, self._vel_lim, out=w), out=lower)
-        np.add(t, self._pos_hi, out=upper)
-        np.minimum(upper, np.add(s, self._vel_lim, out=w), out=upper)
+        np.add(self._vel, s, out=bv)
         qm = self.qdd_max
-        np.minimum(np.maximum(lower, -qm, out=lower), qm, out=lower)
-        np.minimum(np.maximum(upper, -qm, out=upper), qm, out=upper)
+        np.maximum(bp[0], bv[0], out=lower)
+        np.maximum(lower, -qm, out=lower)
+        np.minimum(bp[1], bv[1], out=upper)
+        np.minimum(upper, qm, out=upper)
+        np.minimum(lower, qm, out=lower)
+        np.maximum(upper, -qm, out=upper)
         crossed = np.greater(lower, upper, out=self._crossed)
         if crossed.any():
             mid = 0.5 * (lower + upper)

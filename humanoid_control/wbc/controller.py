@@ -8,6 +8,7 @@ A ROS node wraps :class:`StandingController`: estimated state in (:func:`pinocch
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -38,11 +39,16 @@ class StandingController:
         self.commands = CommandGenerator(config, command)
         self.contacts = {side: True for side in self.qp.dyn.sides}
         self.last_output: WbcOutput | None = None
+        # the last tick's whole-body QP alone (s): rigid-body terms, assembly, solve, torques; without the
+        # balance references and the command integration
+        self.qp_tick_s = 0.0
 
     def step(self, q: np.ndarray, v: np.ndarray) -> JointCommand:
         """One tick from the pinocchio state ``q`` (nq,), ``v`` (nv,) (see :mod:`.dynamics`)."""
         qp = self.qp
+        t0 = time.perf_counter()
         qp.update_dynamics(q, v)
+        dynamics_s = time.perf_counter() - t0
         bal = self.balance.update(qp.dyn, self.contacts)
         qp.com.desired_acceleration[:] = bal.com_acceleration
         qp.angular_momentum.reference_rate[:] = bal.angular_momentum_rate
@@ -54,6 +60,7 @@ class StandingController:
             qp.torso_orientation.reference[:] = rz
         out = qp.solve()
         self.last_output = out
+        self.qp_tick_s = dynamics_s + out.tick_time_s
         joints_q = q[self.pmodel.joint_q_idx]
         joints_v = v[self.pmodel.joint_v_idx]
         qdd = out.qdd[6:][qp.v_idx]

@@ -15,8 +15,9 @@ joint position/velocity limits (nv - 6).
 Per tick: :meth:`WholeBodyQP.solve` refreshes the rigid-body terms (one ``computeAllTerms`` plus one
 second-order kinematics pass), fills dense buffers in place, gathers the values of the fixed sparse
 patterns (precomputed CSC index maps) and hands them to the warm-started solver. After a successful solve
-the equality rows (dynamics, contacts) are re-imposed exactly by a minimum-norm correction of ``x``
-(ADMM solves them to ``eps`` only), so the dynamics residual is at round-off level.
+the floating-base dynamics rows are re-imposed exactly by a minimum-norm correction of ``x`` (ADMM solves
+them to ``eps`` only), so the dynamics residual is at round-off level (the torques come from the actuated
+rows, exact by construction).
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ class _Problem:
         self, Px: np.ndarray, g: np.ndarray, A: np.ndarray, lower: np.ndarray, upper: np.ndarray
     ) -> QpResult:
         Ax = np.take(A, self.A_idx, out=self._Ax)
+        if not math.isfinite(Ax.sum()):
+            return QpResult(QpStatus.NON_FINITE, np.full(A.shape[1], np.nan), 0, 0.0)
         # copies: the solver may clip the bounds in place
         lo, up = (lower.copy(), upper.copy()) if self._all else (lower[self.rows], upper[self.rows])
         if not self.setup_done:
@@ -294,6 +297,7 @@ class WholeBodyQP:
         assert np.shares_memory(self._P_diag, self._P)
         self._reg = np.full(n, s.reg_force)
         self._reg[:nv] = s.reg_qdd
+        self._P_diag[nv:] = self._reg[nv:]  # the force block: never overwritten
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
             c.bind(self._A[rs], self._l[rs], self._u[rs])
         # ---- the problems handed to solvers: the full one, and the one without the torque-limit rows
@@ -310,7 +314,7 @@ class WholeBodyQP:
         self._full, self._screened = full, screened
         self._full_next = screened is None  # solve the full problem first next tick
         self.x = np.zeros(n)
-        self._eq_rows = np.zeros(m, dtype=bool)
+        self._fb_rows, self._fb_lower = self.floating_base.A, self.floating_base.lower  # views (6, n), (6,)
         self._Px = np.zeros(self._P_idx.size)
 
     # ------------------------------------------------------------------ contacts
@@ -340,11 +344,11 @@ class WholeBodyQP:
         # posture: diagonal weight on the joint rows; regularization on all
         self.posture.target(dyn.q[7:], dyn.v[6:], self._posture_target)
         pw = self.posture.weights
-        # the qdd block was overwritten above; the force block's diagonal is written (not added to: it would
-        # grow every tick, and the forces with it be penalized more and more the longer the controller runs)
+        # the qdd block was overwritten above, so its diagonal is added to; the force block's diagonal was
+        # written once at construction (adding to it every tick would grow it, and the forces with it be
+        # penalized more and more the longer the controller runs)
         diag = self._P_diag  # a view of P's diagonal
         diag[:nv] += self._reg[:nv]
-        diag[nv:] = self._reg[nv:]
         diag[6:nv] += pw
         g[6:nv] -= pw * self._posture_target
         # constraints
@@ -362,12 +366,9 @@ class WholeBodyQP:
         self._assemble()
         Px = np.take(self._P, self._P_idx, out=self._Px)
         g, lower, upper = self._g, self._l, self._u
-        # one sum per array: non-finite iff an entry is (l holds -inf and u +inf legitimately: NaN only)
-        if not (
-            math.isfinite(Px.sum() + g.sum() + self._A.sum())
-            and not math.isnan(lower.sum())
-            and not math.isnan(upper.sum())
-        ):
+        # one sum per array: non-finite iff an entry is (l holds -inf and u +inf legitimately: NaN only); the
+        # constraint matrix is checked per problem, on the values handed to the solver
+        if not math.isfinite(Px.sum() + g.sum()) or math.isnan(lower.sum()) or math.isnan(upper.sum()):
             # a non-finite state or reference: refused before it reaches the solver (its warm start would keep
             # the NaN and fail every later tick too)
             return self._failed(t0, QpStatus.NON_FINITE)
@@ -385,12 +386,12 @@ class WholeBodyQP:
             iterations += res.iterations
             solve_time += res.solve_time_s
             status = res.status
-            if status.ok and not np.all(np.isfinite(res.x)):
+            if status.ok and not math.isfinite(res.x.sum()):
                 status = QpStatus.FAILED
             if not status.ok:
                 break  # the full problem has every row of the screened one: no better chance there
             x[:] = res.x
-            self._project_equalities(x)
+            self._project_dynamics(x)
             tau = tau_rows @ x + h_a
             if problem is self._full:
                 self._full_next = bool(np.any(np.abs(tau) > self.settings.screening_margin * tau_max))
@@ -417,14 +418,14 @@ class WholeBodyQP:
             status, nan, forces, nan[6:].copy(), iterations, solve_time, time.perf_counter() - t0, True
         )
 
-    def _project_equalities(self, x: np.ndarray) -> None:
-        """Minimum-norm correction of ``x`` so that the equality rows hold to round-off."""
-        eq = np.flatnonzero(np.equal(self._l, self._u, out=self._eq_rows))
-        E = self._A.take(eq, axis=0)
-        r = self._l.take(eq)
-        r -= E @ x
-        # E E^T is symmetric positive definite (E has full row rank)
-        _, y, info = lapack.dposv(E @ E.T, r, overwrite_a=True, overwrite_b=True)
+    def _project_dynamics(self, x: np.ndarray) -> None:
+        """Minimum-norm correction of ``x`` so that the floating-base dynamics rows ``E x = e`` hold to
+        round-off: ``x += E^T (E E^T)^-1 (e - E x)``."""
+        E = self._fb_rows
+        r = self._fb_lower - E @ x
+        # E E^T (6 x 6) is symmetric positive definite: E has full row rank (the contact forces alone span
+        # every base wrench, and the base accelerations do too)
+        _, y, info = lapack.dposv(E @ E.T, r)
         if info != 0:
             y = np.linalg.lstsq(E @ E.T, r, rcond=None)[0]
         x += y @ E

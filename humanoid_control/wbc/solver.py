@@ -91,6 +91,7 @@ class OsqpSettings:
         rho: initial ADMM step; adaptive_rho_interval: iterations between rho updates (0 = automatic).
         polish: solution polishing (more accurate, slower).
         scaling: Ruiz scaling iterations.
+        check_termination: iterations between convergence checks.
     """
 
     eps_abs: float = 1e-4
@@ -100,6 +101,7 @@ class OsqpSettings:
     adaptive_rho_interval: int = 25
     polish: bool = False
     scaling: int = 2
+    check_termination: int = 25
 
 
 _OSQP_STATUS = {
@@ -140,6 +142,7 @@ class OsqpSolver(QpSolver):
             adaptive_rho_interval=s.adaptive_rho_interval,
             polishing=s.polish,
             scaling=s.scaling,
+            check_termination=s.check_termination,
         )
         self._prob = prob
         self._solver = prob._solver  # the compiled solver: update/solve without the wrapper's bookkeeping

@@ -105,9 +105,10 @@ class OrientationTask(Task):
 
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
         fs = dyn.frames[self.frame]
-        err = pin.log3(self.reference @ fs.rotation.T)
         J[:] = fs.jacobian[3:6]
-        b[:] = self.kp * err - self.kd * fs.velocity[3:6] - fs.drift[3:6]
+        np.multiply(pin.log3(self.reference @ fs.rotation.T), self.kp, out=b)
+        b -= self.kd * fs.velocity[3:6]
+        b -= fs.drift[3:6]
 
 
 class FootPoseTask(Task):
