@@ -22,17 +22,25 @@ INF = np.inf
 
 
 class ContactForceMap:
-    """``JtG[side]`` (nv, 3k): generalized force of the corner forces of a sole, LOCAL_WORLD_ALIGNED."""
+    """Maps of the corner forces of the soles, refreshed once per tick by :meth:`update`.
+
+    - ``JtG[side]`` (nv, 3k): generalized force of a sole's corner forces (LOCAL_WORLD_ALIGNED Jacobians);
+    - ``centroidal`` (6, 3K), all feet in column order: the wrench of every corner force about the CoM,
+      world axes, ``[sum_i f_i; sum_i (p_i - c) x f_i]`` (N, N m). The floating-base rows of the dynamics
+      make it the rate of centroidal momentum minus gravity: ``hdot_G = centroidal f + [m g; 0]``.
+    """
 
     def __init__(self, dyn: RobotDynamics) -> None:
         self.dyn = dyn
         self.G = {}
         self.JtG = {}
-        for side in dyn.sides:
-            k = len(dyn.contact_points_local[side])
+        ks = [len(dyn.contact_points_local[side]) for side in dyn.sides]
+        self.centroidal = np.zeros((6, 3 * sum(ks)))
+        for i in range(sum(ks)):
+            self.centroidal[0:3, 3 * i : 3 * i + 3] = np.eye(3)
+        for side, k in zip(dyn.sides, ks, strict=True):
             G = np.zeros((6, 3 * k))
-            for i in range(k):
-                G[0:3, 3 * i : 3 * i + 3] = np.eye(3)
+            G[0:3] = self.centroidal[0:3, : 3 * k]
             self.G[side] = G
             self.JtG[side] = np.zeros((dyn.nv, 3 * k))
         # entries of [r]x in G (rows 3..5), per corner i: (row, col, component of r, sign)
@@ -45,25 +53,39 @@ class ContactForceMap:
             (5, 0, 1, -1.0),
             (5, 1, 0, 1.0),
         ]
-        self._skew = {}
-        for side in dyn.sides:
-            k = len(dyn.contact_points_local[side])
+
+        def skew_index(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             rows = np.array([[row for row, _, _, _ in pattern] for _ in range(k)]).ravel()
             cols = np.array([[3 * i + col for _, col, _, _ in pattern] for i in range(k)]).ravel()
             comp = np.array([[3 * i + c for _, _, c, _ in pattern] for i in range(k)]).ravel()
             sign = np.tile([sg for _, _, _, sg in pattern], k)
-            self._skew[side] = (rows, cols, comp, sign)
+            return rows, cols, comp, sign
+
+        self._skew = {side: skew_index(k) for side, k in zip(dyn.sides, ks, strict=True)}
+        self._skew_all = skew_index(sum(ks))
+        self._local = [dyn.contact_points_local[side] for side in dyn.sides]
+        self._offsets = np.zeros((sum(ks), 3))  # corner minus CoM (m, world)
+        self._slices = []
+        start = 0
+        for k in ks:
+            self._slices.append(slice(start, start + k))
+            start += k
 
     def update(self) -> None:
-        """Recompute ``G`` and ``JtG`` from the current sole placements and Jacobians."""
+        """Recompute ``G``, ``JtG`` and ``centroidal`` from the current sole placements and Jacobians."""
         dyn = self.dyn
-        for side in dyn.sides:
+        offsets = self._offsets
+        for side, local, sl in zip(dyn.sides, self._local, self._slices, strict=True):
             fs = dyn.frames[side]
-            r = (dyn.contact_points_local[side] @ fs.rotation.T).ravel()
+            r = offsets[sl]
+            np.matmul(local, fs.rotation.T, out=r)  # corner minus sole origin (world axes)
             rows, cols, comp, sign = self._skew[side]
             G = self.G[side]
-            G[rows, cols] = r[comp] * sign
+            G[rows, cols] = r.ravel()[comp] * sign
             np.matmul(fs.jacobian.T, G, out=self.JtG[side])
+            r += fs.position - dyn.com  # corner minus CoM
+        rows, cols, comp, sign = self._skew_all
+        self.centroidal[rows, cols] = offsets.ravel()[comp] * sign
 
 
 class Constraint(ABC):

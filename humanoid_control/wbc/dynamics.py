@@ -64,6 +64,7 @@ class RobotDynamics:
         self.mass = float(pin.computeTotalMass(self.model))
         self.gravity = float(np.linalg.norm(self.model.gravity.linear))
         self._g_vec = [float(x) for x in self.model.gravity.linear]  # world frame (m/s^2)
+        self.gravity_vector = np.array(self._g_vec)  # (3,) world frame (m/s^2)
         self.M = np.zeros((self.nv, self.nv))  # C order (pinocchio's own is Fortran order)
         self.Ag = np.zeros((6, self.nv))
         self.h = self.data.nle  # a view of pinocchio's buffer, refreshed in place by computeAllTerms

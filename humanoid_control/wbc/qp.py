@@ -142,6 +142,43 @@ def _csc_pattern(mask: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
     return mat, rows * nc + cols
 
 
+class _TaskStack:
+    """The tasks acting on one group of variables, their rows stacked: ``J`` (r, nx), ``b`` (r,), ``w`` (r,).
+
+    :meth:`fill` writes their Hessian ``J^T W J`` and gradient ``-J^T W b`` into the given blocks.
+    """
+
+    def __init__(self, tasks: list[Task], nx: int) -> None:
+        self.tasks = tasks
+        r = sum(t.dim for t in tasks)
+        self.J = np.zeros((r, nx))
+        self.b = np.zeros(r)
+        self.w = np.zeros(r)
+        self.WJ = np.zeros((r, nx))
+        self.rows = []
+        start = 0
+        for t in tasks:
+            rs = slice(start, start + t.dim)
+            start += t.dim
+            self.w[rs] = t.weights
+            t.weights = self.w[rs]  # the task's weights live in the stack's row-weight vector
+            self.rows.append((t, self.J[rs], self.b[rs]))
+
+    def fill(self, dyn: RobotDynamics, hessian: np.ndarray, gradient: np.ndarray) -> None:
+        if not self.tasks:
+            hessian[:] = 0.0
+            gradient[:] = 0.0
+            return
+        for t, J, b in self.rows:
+            w = t.weights
+            if w[0] != 0.0 or w.any():  # a disabled task's rows keep weight 0 and do not enter the cost
+                t.fill(dyn, J, b)
+        np.multiply(self.J, self.w[:, None], out=self.WJ)
+        np.matmul(self.WJ.T, self.J, out=hessian)
+        np.matmul(self.WJ.T, self.b, out=gradient)
+        np.negative(gradient, out=gradient)
+
+
 class _Problem:
     """One QP handed to a solver: a subset of the constraint rows (its fixed CSC pattern) and the solver.
 
@@ -217,8 +254,11 @@ class WholeBodyQP:
         self.to_v_order = order  # config array -> velocity order: values[order]
         self.v_idx = v_idx  # velocity-order array -> config order: values[v_idx]
         # ---- tasks
-        self.com = ComTask(s.w_com)
-        self.angular_momentum = AngularMomentumTask(s.w_angular_momentum, s.kd_angular_momentum)
+        self.force_map = ContactForceMap(dyn)
+        self.com = ComTask(self.force_map, s.w_com)
+        self.angular_momentum = AngularMomentumTask(
+            self.force_map, s.w_angular_momentum, s.kd_angular_momentum
+        )
         self.base_orientation = OrientationTask("base", s.w_base, s.kp_base, s.kd_base)
         self.tasks: list[Task] = [self.com, self.angular_momentum, self.base_orientation]
         self.torso_orientation: OrientationTask | None = None
@@ -230,24 +270,16 @@ class WholeBodyQP:
         self.posture = PostureTask(
             in_v_order(config.array("default")), s.w_posture, s.kp_posture, s.kd_posture
         )
-        self._task_slices = []
-        r = 0
-        for t in self.tasks:
-            self._task_slices.append(slice(r, r + t.dim))
-            r += t.dim
-        self._Jt = np.zeros((r, nv))
-        self._bt = np.zeros(r)
-        self._wt = np.zeros(r)
-        self._WJ = np.zeros((r, nv))
-        self._task_rows = []
-        for t, rs in zip(self.tasks, self._task_slices, strict=True):
-            self._wt[rs] = t.weights
-            t.weights = self._wt[rs]  # the task's weights live in the QP's row-weight vector
-            self._task_rows.append((t, self._Jt[rs], self._bt[rs]))
+        # rows of the tasks on qdd (Jacobians (r, nv)) and on the forces ((r_f, nf)), stacked; each task's
+        # weights become a view of its rows' weights
+        nf = n - nv
+        self._spaces = {
+            "qdd": _TaskStack([t for t in self.tasks if t.space == "qdd"], nv),
+            "force": _TaskStack([t for t in self.tasks if t.space == "force"], nf),
+        }
         self._posture_target = np.zeros(nv - 6)
         # ---- constraints
         mu = config.wbc.friction if s.friction is None else s.friction
-        self.force_map = ContactForceMap(dyn)
         self.floating_base = FloatingBaseDynamics(dyn, self.force_map, self.force_cols)
         self.torque_limits = TorqueLimits(
             dyn, self.force_map, self.force_cols, in_v_order(config.array("effort"))
@@ -285,8 +317,12 @@ class WholeBodyQP:
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
             a_mask[rs] = c.pattern()
         p_mask = np.zeros((n, n), dtype=bool)
-        p_mask[:nv, :nv] = np.triu(np.ones((nv, nv), dtype=bool))
-        p_mask[np.arange(nv, n), np.arange(nv, n)] = True
+        p_mask[np.arange(n), np.arange(n)] = True  # regularization, posture
+        blocks = ((p_mask[:nv, :nv], self._spaces["qdd"]), (p_mask[nv:, nv:], self._spaces["force"]))
+        for block, stack in blocks:
+            for t in stack.tasks:  # J^T W J can be non-zero where two variables move a task's rows together
+                sup = t.support(dyn, block.shape[0])
+                block |= np.triu(np.outer(sup, sup))
         self._P_csc, self._P_idx = _csc_pattern(p_mask)
         self._A = np.zeros((m, n))
         self._P = np.zeros((n, n))
@@ -297,7 +333,6 @@ class WholeBodyQP:
         assert np.shares_memory(self._P_diag, self._P)
         self._reg = np.full(n, s.reg_force)
         self._reg[:nv] = s.reg_qdd
-        self._P_diag[nv:] = self._reg[nv:]  # the force block: never overwritten
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
             c.bind(self._A[rs], self._l[rs], self._u[rs])
         # ---- the problems handed to solvers: the full one, and the one without the torque-limit rows
@@ -332,23 +367,16 @@ class WholeBodyQP:
 
     def _assemble(self) -> None:
         dyn, nv = self.dyn, self.nv
-        for t, J, b in self._task_rows:
-            w = t.weights  # a view of self._wt
-            if w[0] != 0.0 or w.any():  # a disabled task's rows keep weight 0 and do not enter the cost
-                t.fill(dyn, J, b)
-        np.multiply(self._Jt, self._wt[:, None], out=self._WJ)
         P, g = self._P, self._g
-        np.matmul(self._WJ.T, self._Jt, out=P[:nv, :nv])
-        np.matmul(self._WJ.T, self._bt, out=g[:nv])
-        np.negative(g[:nv], out=g[:nv])
+        # task Hessians and gradients: P[:nv, :nv] from the tasks on qdd, P[nv:, nv:] from those on forces
+        self._spaces["qdd"].fill(dyn, P[:nv, :nv], g[:nv])
+        self._spaces["force"].fill(dyn, P[nv:, nv:], g[nv:])
         # posture: diagonal weight on the joint rows; regularization on all
         self.posture.target(dyn.q[7:], dyn.v[6:], self._posture_target)
         pw = self.posture.weights
-        # the qdd block was overwritten above, so its diagonal is added to; the force block's diagonal was
-        # written once at construction (adding to it every tick would grow it, and the forces with it be
-        # penalized more and more the longer the controller runs)
+        # both diagonal blocks were overwritten above, so the diagonal is added to (not a running sum)
         diag = self._P_diag  # a view of P's diagonal
-        diag[:nv] += self._reg[:nv]
+        diag += self._reg
         diag[6:nv] += pw
         g[6:nv] -= pw * self._posture_target
         # constraints

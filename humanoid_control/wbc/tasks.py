@@ -1,7 +1,9 @@
 """Weighted tasks of the whole-body QP: each is ``J qdd ~= b`` with per-row weights ``w``.
 
 Cost contribution: ``1/2 sum_i w_i (J_i qdd - b_i)^2``, where ``b = a_desired - drift`` (``drift = Jdot v``,
-the task acceleration at ``qdd = 0``, see :mod:`humanoid_control.wbc.dynamics`). All task quantities are in
+the task acceleration at ``qdd = 0``, see :mod:`humanoid_control.wbc.dynamics`). The centroidal tasks (CoM,
+angular momentum) are written on the contact forces instead, ``J f ~= b``: an equivalent form under the
+floating-base dynamics (see :class:`ComTask`). All task quantities are in
 the world frame (LOCAL_WORLD_ALIGNED for frames); ``qdd`` = ``[base linear (base frame, m/s^2), base angular
 (base frame, rad/s^2), joints (rad/s^2)]``.
 
@@ -16,13 +18,19 @@ from abc import ABC, abstractmethod
 import numpy as np
 import pinocchio as pin
 
+from humanoid_control.wbc.constraints import ContactForceMap
 from humanoid_control.wbc.dynamics import RobotDynamics
 
 
 class Task(ABC):
-    """Base class: ``dim`` rows over ``qdd``; per-row ``weights`` (dimensionless scale of the cost)."""
+    """Base class: ``dim`` rows; per-row ``weights`` (dimensionless scale of the cost).
+
+    ``space`` says which variables the rows act on: ``"qdd"`` (J is (dim, nv)) or ``"force"`` (J is
+    (dim, 3K) over the stacked corner forces of all feet).
+    """
 
     dim: int = 0
+    space: str = "qdd"
 
     def __init__(self, name: str, weight: float) -> None:
         self.name = name
@@ -34,20 +42,30 @@ class Task(ABC):
 
     @abstractmethod
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
-        """Write the task Jacobian ``J`` (dim, nv) and target ``b`` (dim,) for this tick."""
+        """Write the task Jacobian ``J`` and target ``b`` (dim,) for this tick."""
+
+    def support(self, dyn: RobotDynamics, nx: int) -> np.ndarray:
+        """(nx,) bool: the variables that can have non-zero Jacobian entries (the QP's fixed sparsity)."""
+        return np.ones(nx, dtype=bool)
 
 
 class ComTask(Task):
-    """Centre-of-mass acceleration.
+    """Centre-of-mass acceleration, written on the contact forces.
 
-    ``cddot = (1/m) A_G[0:3] qdd + (1/m) Adot_G[0:3] v`` (world frame, m/s^2), target ``cddot_des``
+    ``cddot = (1/m) A_G[0:3] qdd + (1/m) Adot_G[0:3] v`` (world frame, m/s^2); target ``cddot_des``
     (``desired_acceleration``, set by the balance controller, or by :meth:`track` as PD on a position).
+    The floating-base rows of the dynamics, an equality of the QP, make that equal to Newton's law on the
+    contact forces: ``cddot = (1/m) sum_i f_i + g``. The task is written so, ``J = (1/m) [I .. I]`` over the
+    forces and ``b = cddot_des - g``: the same optimum, but its Hessian is a block on the forces instead of a
+    dense block on every acceleration, which keeps the QP's KKT matrix sparser (faster to factor and solve).
     """
 
     dim = 3
+    space = "force"
 
-    def __init__(self, weight: float = 1000.0) -> None:
+    def __init__(self, forces: ContactForceMap, weight: float = 1000.0) -> None:
         super().__init__("com", weight)
+        self.forces = forces
         self.desired_acceleration = np.zeros(3)
 
     def track(
@@ -63,28 +81,32 @@ class ComTask(Task):
         self.desired_acceleration[:] = kp * (position - dyn.com) + kd * (vref - dyn.com_velocity)
 
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
-        inv_m = 1.0 / dyn.mass
-        np.multiply(dyn.Ag[0:3], inv_m, out=J)
-        np.subtract(self.desired_acceleration, dyn.hg_drift[0:3] * inv_m, out=b)
+        np.multiply(self.forces.centroidal[0:3], 1.0 / dyn.mass, out=J)
+        np.subtract(self.desired_acceleration, dyn.gravity_vector, out=b)
 
 
 class AngularMomentumTask(Task):
-    """Centroidal angular momentum rate (about the CoM, world axes, N m).
+    """Centroidal angular momentum rate (about the CoM, world axes, N m), written on the contact forces.
 
-    ``Ldot = A_G[3:6] qdd + Adot_G[3:6] v``; target ``Ldot_des = Ldot_ref - kd L`` (``kd`` 1/s damps the
-    momentum; ``Ldot_ref`` N m is the hip-strategy moment set by the balance controller).
+    ``Ldot = A_G[3:6] qdd + Adot_G[3:6] v``, which the floating-base dynamics make equal to the moment of the
+    contact forces about the CoM, ``sum_i (p_i - c) x f_i`` (see :class:`ComTask` for why the forces).
+    Target ``Ldot_des = Ldot_ref - kd L`` (``kd`` 1/s damps the momentum; ``Ldot_ref`` N m is the
+    hip-strategy moment set by the balance controller).
     """
 
     dim = 3
+    space = "force"
 
-    def __init__(self, weight: float = 1.0, kd: float = 10.0) -> None:
+    def __init__(self, forces: ContactForceMap, weight: float = 1.0, kd: float = 10.0) -> None:
         super().__init__("angular_momentum", weight)
+        self.forces = forces
         self.kd = kd
         self.reference_rate = np.zeros(3)
 
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
-        J[:] = dyn.Ag[3:6]
-        np.subtract(self.reference_rate - self.kd * dyn.hg[3:6], dyn.hg_drift[3:6], out=b)
+        J[:] = self.forces.centroidal[3:6]
+        np.multiply(dyn.hg[3:6], -self.kd, out=b)
+        b += self.reference_rate
 
 
 class OrientationTask(Task):
@@ -102,6 +124,9 @@ class OrientationTask(Task):
         self.kp = kp
         self.kd = kd
         self.reference = np.eye(3)
+
+    def support(self, dyn: RobotDynamics, nx: int) -> np.ndarray:
+        return dyn.frame_support_mask(dyn.frames[self.frame].frame_id)
 
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
         fs = dyn.frames[self.frame]
@@ -126,6 +151,9 @@ class FootPoseTask(Task):
         self.kp = kp
         self.kd = kd
         self.reference = pin.SE3.Identity()
+
+    def support(self, dyn: RobotDynamics, nx: int) -> np.ndarray:
+        return dyn.frame_support_mask(dyn.frames[self.side].frame_id)
 
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
         fs = dyn.frames[self.side]
