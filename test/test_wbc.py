@@ -185,3 +185,93 @@ def test_stands_5s_in_mujoco_with_com_within_1cm() -> None:
 def test_survives_a_lateral_push_of_half_the_bound() -> None:
     bound = push_impulse_bounds(CONFIG, PMODEL)["left"]["bound_Ns"]
     assert survives_push(CONFIG, (0.0, 1.0), 0.5 * bound)
+
+
+def test_momentum_rate_from_the_base_rows_matches_pinocchio() -> None:
+    # hg_drift comes from the nonlinear effects' base rows (no second kinematics pass); it must equal
+    # pinocchio's own centroidal momentum rate at qdd = 0, and the contact forces' centroidal map must give
+    # the same momentum rate as A_G qdd + drift for a QP solution (the floating-base rows tie them)
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    q0, _ = _standing_state()
+    rng = np.random.default_rng(3)
+    data = PMODEL.model.createData()
+    for _ in range(5):
+        q = pin.integrate(PMODEL.model, q0, rng.normal(scale=0.05, size=PMODEL.model.nv))
+        v = rng.normal(scale=0.3, size=PMODEL.model.nv)
+        qp.update_dynamics(q, v)
+        ref = pin.computeCentroidalMomentumTimeVariation(PMODEL.model, data, q, v, np.zeros(PMODEL.model.nv))
+        np.testing.assert_allclose(qp.dyn.hg_drift, ref.vector, atol=1e-9)
+        np.testing.assert_allclose(qp.dyn.com, data.com[0], atol=1e-12)
+        out = qp.solve()
+        assert out.ok
+        f = np.concatenate([out.forces[side].ravel() for side in qp.dyn.sides])
+        from_forces = qp.force_map.centroidal @ f
+        from_forces[0:3] += qp.dyn.mass * qp.dyn.gravity_vector
+        from_motion = qp.dyn.Ag @ out.qdd + qp.dyn.hg_drift
+        np.testing.assert_allclose(from_forces, from_motion, atol=1e-6)
+
+
+def test_joint_limit_bounds() -> None:
+    # qdd bounds from the position (horizon T_p) and velocity (horizon T_v) limits, clipped to qdd_max; a
+    # joint beyond its limit gets equal bounds (the QP stays feasible)
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    jl = qp.joint_limits
+    q, v = _standing_state()
+    nj = PMODEL.model.nv - 6
+    rng = np.random.default_rng(5)
+    q[7:] = rng.uniform(jl.q_min - 0.05, jl.q_max + 0.05)
+    v[6:] = rng.normal(scale=3.0, size=nj)
+    # a joint far beyond its lower limit: its position bound exceeds the velocity bound (they cross)
+    q[7] = jl.q_min[0] - 4.0 * jl.dq_max[0] * jl.tv
+    v[6] = 0.0
+    qp.update_dynamics(q, v)
+    jl.fill()
+    qj, dq = q[7:], v[6:]
+    c = 2.0 / jl.tp**2
+    lo = np.maximum(c * (jl.q_min - qj - dq * jl.tp), (-jl.dq_max - dq) / jl.tv)
+    hi = np.minimum(c * (jl.q_max - qj - dq * jl.tp), (jl.dq_max - dq) / jl.tv)
+    lo, hi = np.clip(lo, -jl.qdd_max, jl.qdd_max), np.clip(hi, -jl.qdd_max, jl.qdd_max)
+    crossed = lo > hi
+    assert crossed.any() and (~crossed).any()  # both cases are exercised
+    mid = 0.5 * (lo + hi)
+    np.testing.assert_allclose(jl.lower, np.where(crossed, mid, lo), atol=1e-9)
+    np.testing.assert_allclose(jl.upper, np.where(crossed, mid, hi), atol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.25])
+def test_limit_screening_gives_the_full_problems_answer(scale: float) -> None:
+    # the QP first solves without the torque- and joint-limit rows; its answer must match the full problem's
+    # (solved with screening off), whether the limits bind (scale 0.25: torque limits a quarter of the
+    # robot's) or not
+    q0, _ = _standing_state()
+    rng = np.random.default_rng(11)
+    nv = PMODEL.model.nv
+    states = [
+        (pin.integrate(PMODEL.model, q0, rng.normal(scale=0.02, size=nv)), rng.normal(scale=0.2, size=nv))
+        for _ in range(30)
+    ]
+    from humanoid_control.wbc.qp import WbcSettings
+    from humanoid_control.wbc.solver import OsqpSettings, OsqpSolver
+
+    precise = OsqpSettings(eps_abs=1e-8, eps_rel=1e-8, max_iter=100000)
+    screened = WholeBodyQP(CONFIG, PMODEL, solver=OsqpSolver(precise))
+    full = WholeBodyQP(CONFIG, PMODEL, WbcSettings(limit_screening=False), solver=OsqpSolver(precise))
+    used_full = 0
+    for qp in (screened, full):
+        qp.torque_limits.scale = scale
+    effort = screened.torque_limits.tau_max * scale
+    for q, v in states:
+        outs = []
+        for qp in (screened, full):
+            qp.update_dynamics(q, v)
+            qp.com.desired_acceleration[:] = [0.5, -0.3, 0.0]
+            outs.append(qp.solve())
+        a, b = outs
+        assert a.ok and b.ok and b.full_problem
+        used_full += int(a.full_problem)
+        np.testing.assert_allclose(a.qdd, b.qdd, atol=1e-3)
+        assert np.all(np.abs(a.tau) <= effort + 1e-3)
+    if scale < 1.0:
+        assert used_full > 0  # the limits bound: the full problem was needed
+    else:
+        assert used_full == 0

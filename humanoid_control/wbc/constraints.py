@@ -300,6 +300,7 @@ class JointLimits(Constraint):
         self.rows = dyn.nv - 6
         self.q_min, self.q_max, self.dq_max = (np.asarray(a, dtype=float) for a in (q_min, q_max, dq_max))
         self.tp, self.tv, self.qdd_max = horizon_position, horizon_velocity, qdd_max
+        self.tolerance = 1e-3  # rad/s^2: an acceleration this close to a bound counts as at it
         self._written = False
         # bounds as (2, rows) arrays, row 0 lower, row 1 upper: the terms that do not change between ticks
         c = 2.0 / (self.tp * self.tp)

@@ -65,15 +65,24 @@ class RobotDynamics:
         self.gravity = float(np.linalg.norm(self.model.gravity.linear))
         self._g_vec = [float(x) for x in self.model.gravity.linear]  # world frame (m/s^2)
         self.gravity_vector = np.array(self._g_vec)  # (3,) world frame (m/s^2)
+        d = self.data
         self.M = np.zeros((self.nv, self.nv))  # C order (pinocchio's own is Fortran order)
-        self.Ag = np.zeros((6, self.nv))
-        self.h = self.data.nle  # a view of pinocchio's buffer, refreshed in place by computeAllTerms
-        if not np.shares_memory(self.h, self.data.nle):  # a binding that returns copies
-            raise RuntimeError("pinocchio's data.nle is not a view; RobotDynamics needs one")
-        self.hg = np.zeros(6)
-        self.hg_drift = np.zeros(6)
-        self.com = np.zeros(3)
-        self.com_velocity = np.zeros(3)
+        # views of pinocchio's own buffers, refreshed in place by computeAllTerms / updateFramePlacements (no
+        # copy per tick); where a binding returns copies instead, they are copied every tick
+        getters = (
+            lambda: d.nle,
+            lambda: d.hg.vector,
+            lambda: d.com[0],
+            lambda: d.vcom[0],
+            lambda: d.oMf[0].translation,
+            lambda: d.oMf[0].rotation,
+        )
+        self._views = all(np.shares_memory(get(), get()) for get in getters)
+        if self._views:
+            self.h, self.hg, self.com, self.com_velocity = d.nle, d.hg.vector, d.com[0], d.vcom[0]
+        else:
+            self.h, self.hg = np.zeros(self.nv), np.zeros(6)
+            self.com, self.com_velocity = np.zeros(3), np.zeros(3)
         self.q = pin.neutral(self.model)
         self.v = np.zeros(self.nv)
         self.sides = tuple(sorted(config.feet))
@@ -82,6 +91,10 @@ class RobotDynamics:
         if config.wbc.torso_frame:
             names["torso"] = self.model.getFrameId(config.wbc.torso_frame)
         self.frames = {k: FrameState(fid, self.nv) for k, fid in names.items()}
+        if self._views:
+            for fs in self.frames.values():
+                oMf = d.oMf[fs.frame_id]
+                fs.position, fs.rotation = oMf.translation, oMf.rotation
         # contact points: sole polygon corners in the sole frame (m)
         self.contact_points_local = {
             s: np.array([[x, y, 0.0] for x, y in config.feet[s].polygon]) for s in self.sides
@@ -120,24 +133,32 @@ class RobotDynamics:
         self.v[:] = v
         # M, nle, joint Jacobians, com, vcom, Ag, hg; its RNEA pass at qdd = 0 also leaves data.a at the
         # zero-acceleration values, which the frame drifts below read
-        pin.computeAllTerms(m, d, q, v)  # also refreshes the view self.h
+        pin.computeAllTerms(m, d, q, v)
         pin.updateFramePlacements(m, d)
         self.M[:] = d.M
-        self.Ag[:] = d.Ag
-        self.hg[:] = d.hg.vector
-        self.com[:] = d.com[0]
-        self.com_velocity[:] = d.vcom[0]
-        self._momentum_drift()
+        views = self._views
+        if not views:
+            self.h[:], self.hg[:], self.com[:], self.com_velocity[:] = d.nle, d.hg.vector, d.com[0], d.vcom[0]
         for fs in self.frames.values():
             fid = fs.frame_id
-            oMf = d.oMf[fid]
-            fs.position[:] = oMf.translation
-            fs.rotation[:] = oMf.rotation
+            if not views:
+                oMf = d.oMf[fid]
+                fs.position[:], fs.rotation[:] = oMf.translation, oMf.rotation
             fs.jacobian = pin.getFrameJacobian(m, d, fid, _LWA)  # a new array (owns its data)
-            fs.velocity[:] = pin.getFrameVelocity(m, d, fid, _LWA).vector
+            fs.velocity[:] = pin.getFrameVelocity(m, d, fid, _LWA).vector  # a temporary's: copied
             fs.drift[:] = pin.getFrameClassicalAcceleration(m, d, fid, _LWA).vector
 
-    def _momentum_drift(self) -> None:
+    @property
+    def Ag(self) -> np.ndarray:
+        """(6, nv) centroidal momentum matrix of the last update (a copy)."""
+        return np.array(self.data.Ag)
+
+    @property
+    def hg_drift(self) -> np.ndarray:
+        """(6,) centroidal momentum rate at ``qdd = 0`` of the last update (see :meth:`_momentum_drift`)."""
+        return self._momentum_drift()
+
+    def _momentum_drift(self) -> np.ndarray:
         """``hg_drift = Adot_G v`` from the nonlinear effects' base rows, without a second kinematics pass.
 
         At ``qdd = 0`` the base rows of ``h`` are the wrench the root joint must transmit (base frame, about
@@ -149,13 +170,9 @@ class RobotDynamics:
         fw = oMb.rotation @ self.h[0:6].reshape(2, 3).T  # (3, 2): columns R f_b, R n_b
         (fx, nx), (fy, ny), (fz, nz) = fw.tolist()
         rx, ry, rz = (oMb.translation - self.com).tolist()
-        hd = self.hg_drift
-        hd[0] = fx + self.mass * self._g_vec[0]
-        hd[1] = fy + self.mass * self._g_vec[1]
-        hd[2] = fz + self.mass * self._g_vec[2]
-        hd[3] = nx + ry * fz - rz * fy
-        hd[4] = ny + rz * fx - rx * fz
-        hd[5] = nz + rx * fy - ry * fx
+        m, gx, gy, gz = self.mass, *self._g_vec
+        linear = [fx + m * gx, fy + m * gy, fz + m * gz]
+        return np.array([*linear, nx + ry * fz - rz * fy, ny + rz * fx - rx * fz, nz + rx * fy - ry * fx])
 
     def contact_points_world(self, side: str) -> np.ndarray:
         """(k, 3) contact points of a sole in the world frame (m)."""

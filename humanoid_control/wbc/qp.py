@@ -67,10 +67,11 @@ class WbcSettings:
         f_min, f_max: bounds of each corner's normal force in contact (N).
         horizon_position, horizon_velocity: joint-limit horizons (s); qdd_max: acceleration clip (rad/s^2).
         friction: overrides the configuration's ``wbc.friction`` when not None.
-        torque_screening: solve first without the torque-limit rows (a smaller problem: those rows carry the
-            mass matrix and the contact Jacobians) and solve the full problem only when that solution breaks
-            a torque limit, or while the last full solution was within ``screening_margin`` of one. Exact:
-            an optimum of the smaller problem that satisfies the dropped rows is an optimum of the full one.
+        limit_screening: solve first without the torque-limit and joint-limit rows (a smaller problem: the
+            torque rows carry the mass matrix and the contact Jacobians) and solve the full problem only when
+            that solution breaks a limit, or while the last full solution had a torque beyond
+            ``screening_margin`` of its limit or a joint acceleration at its bound. Exact: an optimum of the
+            smaller problem that satisfies the dropped rows is an optimum of the full one.
         screening_margin: fraction of a torque limit under which the full problem may be left again.
     """
 
@@ -98,7 +99,7 @@ class WbcSettings:
     horizon_velocity: float = 0.05
     qdd_max: float = 1000.0
     friction: float | None = None
-    torque_screening: bool = True
+    limit_screening: bool = True
     screening_margin: float = 0.9
 
 
@@ -112,7 +113,7 @@ class WbcOutput:
         tau (nv - 6,): joint torques in velocity order (N m), from the dynamics.
         iterations: solver iterations. solve_time_s: solver alone; tick_time_s: whole tick incl. dynamics
             and assembly (s). Both summed over the tick's solves.
-        full_problem: the tick solved the problem with the torque-limit rows (see ``torque_screening``).
+        full_problem: the tick solved the problem with the limit rows (see ``limit_screening``).
     """
 
     status: QpStatus
@@ -335,15 +336,16 @@ class WholeBodyQP:
         self._reg[:nv] = s.reg_qdd
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
             c.bind(self._A[rs], self._l[rs], self._u[rs])
-        # ---- the problems handed to solvers: the full one, and the one without the torque-limit rows
+        # ---- the problems handed to solvers: the full one, and the one without the limit rows
         full = _Problem("full", np.arange(m), a_mask, self._P_csc, solver or OsqpSolver())
         self.problems = [full]
         self.solver = full.solver
         screened = None
-        solver_spawn = full.solver.spawn() if s.torque_screening else None
+        solver_spawn = full.solver.spawn() if s.limit_screening else None
         if solver_spawn is not None:
             keep = np.ones(m, dtype=bool)
-            keep[self._row_slices[self.constraints.index(self.torque_limits)]] = False
+            for c in (self.torque_limits, self.joint_limits):
+                keep[self._row_slices[self.constraints.index(c)]] = False
             screened = _Problem("screened", np.flatnonzero(keep), a_mask[keep], self._P_csc, solver_spawn)
             self.problems.append(screened)
         self._full, self._screened = full, screened
@@ -386,9 +388,9 @@ class WholeBodyQP:
     def solve(self) -> WbcOutput:
         """Assemble and solve for the state given to :meth:`update_dynamics`; tau recovered from dynamics.
 
-        With ``torque_screening`` the problem without the torque-limit rows is solved first; the full problem
-        is solved (warm-started from its own last solution) when that answer breaks a torque limit, and first
-        while the full problem's last answer had a torque beyond ``screening_margin`` of its limit.
+        With ``limit_screening`` the problem without the torque- and joint-limit rows is solved first; the
+        full problem is solved (warm-started from its own last solution) when that answer breaks a limit, and
+        first while the full problem's last answer was near one (see :class:`WbcSettings`).
         """
         t0 = time.perf_counter()
         self._assemble()
@@ -421,12 +423,15 @@ class WholeBodyQP:
             x[:] = res.x
             self._project_dynamics(x)
             tau = tau_rows @ x + h_a
+            qdd_j, jl = x[6:nv], self.joint_limits
             if problem is self._full:
-                self._full_next = bool(np.any(np.abs(tau) > self.settings.screening_margin * tau_max))
+                near = np.abs(tau) > self.settings.screening_margin * tau_max
+                near_bound = (qdd_j <= jl.lower + jl.tolerance) | (qdd_j >= jl.upper - jl.tolerance)
+                self._full_next = bool(near.any() or near_bound.any())
                 full = True
                 break
-            if not np.any(np.abs(tau) > tau_max):
-                break  # the screened optimum keeps every torque limit: it is the full problem's optimum
+            if not (np.any(np.abs(tau) > tau_max) or np.any(qdd_j < jl.lower) or np.any(qdd_j > jl.upper)):
+                break  # the screened optimum keeps every limit: it is the full problem's optimum
         if not status.ok:
             for problem in self.problems:
                 problem.setup_done = False  # the next tick starts from fresh solvers: no failed warm start
