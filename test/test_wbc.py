@@ -253,7 +253,7 @@ def test_limit_screening_gives_the_full_problems_answer(scale: float) -> None:
     from humanoid_control.wbc.qp import WbcSettings
     from humanoid_control.wbc.solver import OsqpSettings, OsqpSolver
 
-    precise = OsqpSettings(eps_abs=1e-8, eps_rel=1e-8, max_iter=100000)
+    precise = OsqpSettings(eps_abs=1e-8, eps_rel=1e-8, max_iter=100000, scaling=10)
     screened = WholeBodyQP(CONFIG, PMODEL, solver=OsqpSolver(precise))
     full = WholeBodyQP(CONFIG, PMODEL, WbcSettings(limit_screening=False), solver=OsqpSolver(precise))
     used_full = 0

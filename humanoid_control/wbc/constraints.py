@@ -38,11 +38,15 @@ class ContactForceMap:
         self.centroidal = np.zeros((6, 3 * sum(ks)))
         for i in range(sum(ks)):
             self.centroidal[0:3, 3 * i : 3 * i + 3] = np.eye(3)
+        # all feet's generalized forces side by side (nv, 3K), in the QP's force-column order
+        self.JtG_all = np.zeros((dyn.nv, 3 * sum(ks)))
+        col = 0
         for side, k in zip(dyn.sides, ks, strict=True):
             G = np.zeros((6, 3 * k))
             G[0:3] = self.centroidal[0:3, : 3 * k]
             self.G[side] = G
-            self.JtG[side] = np.zeros((dyn.nv, 3 * k))
+            self.JtG[side] = self.JtG_all[:, col : col + 3 * k]  # a view
+            col += 3 * k
         # entries of [r]x in G (rows 3..5), per corner i: (row, col, component of r, sign)
         #   row 3: (0, -z, y); row 4: (z, 0, -x); row 5: (-y, x, 0)
         pattern = [
@@ -121,6 +125,11 @@ class _DynamicsRows(Constraint):
         self.dyn, self.fmap, self.force_cols, self.sel = dyn, fmap, force_cols, sel
         self.rows = sel.stop - sel.start
         self.n = dyn.nv + sum(s.stop - s.start for s in force_cols.values())
+        starts = [force_cols[side].start for side in dyn.sides]
+        widths = [force_cols[side].stop - force_cols[side].start for side in dyn.sides]
+        self._contiguous = starts == list(dyn.nv + np.cumsum([0, *widths[:-1]])) and (
+            sum(widths) == fmap.JtG_all.shape[1]
+        )
 
     def pattern(self) -> np.ndarray:
         pat = np.zeros((self.rows, self.n), dtype=bool)
@@ -133,6 +142,9 @@ class _DynamicsRows(Constraint):
     def _fill_matrix(self, A: np.ndarray) -> None:
         nv = self.dyn.nv
         A[:, :nv] = self.dyn.M[self.sel]
+        if self._contiguous:  # the force columns follow qdd in ContactForceMap's order: one block
+            np.negative(self.fmap.JtG_all[self.sel], out=A[:, nv:])
+            return
         for side, cols in self.force_cols.items():
             np.negative(self.fmap.JtG[side][self.sel], out=A[:, cols])
 

@@ -100,7 +100,7 @@ class OsqpSettings:
     rho: float = 0.1
     adaptive_rho_interval: int = 25
     polish: bool = False
-    scaling: int = 2
+    scaling: int = 0
     check_termination: int = 25
 
 
