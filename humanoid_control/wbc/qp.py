@@ -108,22 +108,33 @@ class WbcOutput:
     """Result of one tick.
 
     Attributes:
-        status: QP outcome; ``ok`` False means ``qdd``/``forces``/``tau`` are not to be used.
-        qdd (nv,): generalized accelerations. forces: per side (k, 3) corner forces, world frame (N).
+        status: QP outcome; ``ok`` False means ``qdd``/``forces``/``tau`` are not to be used (NaN).
+        x (n,): the solution ``[qdd, f]`` (a copy). ``qdd`` (nv,): generalized accelerations (a view of it);
+            ``forces``: per side (k, 3) corner forces, world frame (N), built on access.
+        force_cols: each side's columns of ``x``.
         tau (nv - 6,): joint torques in velocity order (N m), from the dynamics.
-        iterations: solver iterations. solve_time_s: solver alone; tick_time_s: whole tick incl. dynamics
-            and assembly (s). Both summed over the tick's solves.
+        iterations: solver iterations. solve_time_s: solver alone; tick_time_s: assembly and solve (s), the
+            rigid-body update before it excluded. Both summed over the tick's solves.
         full_problem: the tick solved the problem with the limit rows (see ``limit_screening``).
     """
 
     status: QpStatus
-    qdd: np.ndarray
-    forces: dict[str, np.ndarray]
+    x: np.ndarray
+    nv: int
+    force_cols: dict[str, slice]
     tau: np.ndarray
     iterations: int
     solve_time_s: float
     tick_time_s: float
     full_problem: bool = True
+
+    @property
+    def qdd(self) -> np.ndarray:
+        return self.x[: self.nv]
+
+    @property
+    def forces(self) -> dict[str, np.ndarray]:
+        return {side: self.x[c].reshape(-1, 3) for side, c in self.force_cols.items()}
 
     @property
     def ok(self) -> bool:
@@ -437,19 +448,16 @@ class WholeBodyQP:
                 problem.setup_done = False  # the next tick starts from fresh solvers: no failed warm start
             self._full_next = self._screened is None
             return self._failed(t0, status, iterations, solve_time)
-        forces = {side: x[c].reshape(-1, 3).copy() for side, c in self.force_cols.items()}
         return WbcOutput(
-            status, x[:nv].copy(), forces, tau, iterations, solve_time, time.perf_counter() - t0, full
+            status, x.copy(), nv, self.force_cols, tau, iterations, solve_time, time.perf_counter() - t0, full
         )
 
     def _failed(self, t0: float, status: QpStatus, iterations: int = 0, solve_time: float = 0.0) -> WbcOutput:
         """The output of a failed tick: non-finite problem data refused, or the solver's failure (NaN)."""
         nv = self.nv
-        nan = np.full(nv, np.nan)
-        forces = {side: np.full(((c.stop - c.start) // 3, 3), np.nan) for side, c in self.force_cols.items()}
-        return WbcOutput(
-            status, nan, forces, nan[6:].copy(), iterations, solve_time, time.perf_counter() - t0, True
-        )
+        nan = np.full(self.n, np.nan)
+        tick = time.perf_counter() - t0
+        return WbcOutput(status, nan, nv, self.force_cols, nan[6:nv].copy(), iterations, solve_time, tick)
 
     def _project_dynamics(self, x: np.ndarray) -> None:
         """Minimum-norm correction of ``x`` so that the floating-base dynamics rows ``E x = e`` hold to
