@@ -40,9 +40,11 @@ class ContactForceMap:
             self.centroidal[0:3, 3 * i : 3 * i + 3] = np.eye(3)
         # all feet's generalized forces side by side (nv, 3K), in the QP's force-column order
         self.JtG_all = np.zeros((dyn.nv, 3 * sum(ks)))
+        # every foot's G as a block of one block-diagonal (6 S, 3K) array, filled by one indexed write
+        self._G_all = np.zeros((6 * len(ks), 3 * sum(ks)))
         col = 0
-        for side, k in zip(dyn.sides, ks, strict=True):
-            G = np.zeros((6, 3 * k))
+        for i, (side, k) in enumerate(zip(dyn.sides, ks, strict=True)):
+            G = self._G_all[6 * i : 6 * i + 6, col : col + 3 * k]
             G[0:3] = self.centroidal[0:3, : 3 * k]
             self.G[side] = G
             self.JtG[side] = self.JtG_all[:, col : col + 3 * k]  # a view
@@ -65,8 +67,11 @@ class ContactForceMap:
             sign = np.tile([sg for _, _, _, sg in pattern], k)
             return rows, cols, comp, sign
 
-        self._skew = {side: skew_index(k) for side, k in zip(dyn.sides, ks, strict=True)}
         self._skew_all = skew_index(sum(ks))
+        # the same entries in the block-diagonal G: foot i's rows start at 6 i
+        rows, cols, comp, sign = self._skew_all
+        foot = np.repeat(np.arange(len(ks)), [6 * k for k in ks])
+        self._skew_blocks = (rows + 6 * foot, cols, comp, sign)
         self._local = [dyn.contact_points_local[side] for side in dyn.sides]
         self._offsets = np.zeros((sum(ks), 3))  # corner minus CoM (m, world)
         self._slices = []
@@ -79,17 +84,18 @@ class ContactForceMap:
         """Recompute ``G``, ``JtG`` and ``centroidal`` from the current sole placements and Jacobians."""
         dyn = self.dyn
         offsets = self._offsets
-        for side, local, sl in zip(dyn.sides, self._local, self._slices, strict=True):
-            fs = dyn.frames[side]
-            r = offsets[sl]
-            np.matmul(local, fs.rotation.T, out=r)  # corner minus sole origin (world axes)
-            rows, cols, comp, sign = self._skew[side]
-            G = self.G[side]
-            G[rows, cols] = r.ravel()[comp] * sign
-            np.matmul(fs.jacobian.T, G, out=self.JtG[side])
-            r += fs.position - dyn.com  # corner minus CoM
+        flat = offsets.ravel()
+        frames = [dyn.frames[side] for side in dyn.sides]
+        for fs, local, sl in zip(frames, self._local, self._slices, strict=True):
+            np.matmul(local, fs.rotation.T, out=offsets[sl])  # corner minus sole origin (world axes)
+        rows, cols, comp, sign = self._skew_blocks
+        self._G_all[rows, cols] = flat[comp] * sign
+        com = dyn.com
+        for side, fs, sl in zip(dyn.sides, frames, self._slices, strict=True):
+            np.matmul(fs.jacobian.T, self.G[side], out=self.JtG[side])
+            offsets[sl] += fs.position - com  # corner minus CoM
         rows, cols, comp, sign = self._skew_all
-        self.centroidal[rows, cols] = offsets.ravel()[comp] * sign
+        self.centroidal[rows, cols] = flat[comp] * sign
 
 
 class Constraint(ABC):

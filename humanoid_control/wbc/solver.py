@@ -69,7 +69,8 @@ class QpSolver(abc.ABC):
     def update(
         self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
     ) -> None:
-        """New values: ``Px`` / ``Ax`` in the CSC data order of the matrices given to :meth:`setup`."""
+        """New values: ``Px`` / ``Ax`` in the CSC data order of the matrices given to :meth:`setup`. ``lower``
+        and ``upper`` are the caller's copies: the solver may change them in place."""
 
     @abc.abstractmethod
     def solve(self) -> QpResult:
@@ -155,8 +156,10 @@ class OsqpSolver(QpSolver):
         self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
     ) -> None:
         assert self._solver is not None, "setup() first"
-        np.minimum(np.maximum(lower, -self._infty, out=lower), self._infty, out=lower)
-        np.minimum(np.maximum(upper, -self._infty, out=upper), self._infty, out=upper)
+        # OSQP's infinity is finite: a free side (lower -inf, upper +inf) is clipped to it. A lower bound of
+        # +inf or an upper bound of -inf is an infeasible row either way: it is left for the solver to report.
+        np.maximum(lower, -self._infty, out=lower)
+        np.minimum(upper, self._infty, out=upper)
         self._solver.update_data_vec(q=g, l=lower, u=upper)
         self._solver.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
 
