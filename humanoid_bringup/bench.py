@@ -17,7 +17,7 @@ small random perturbations (fixed seed):
 
 - ``wbc_tick_us_median`` / ``_p99``: the QP tick, assembly included: rigid-body terms (pinocchio), task and
   constraint assembly, solve, torque recovery; what TSID's ``computeProblemData`` + ``solve`` +
-  ``getAccelerations`` do;
+  ``getAccelerations`` + ``getActuatorForces`` do;
 - ``controller_step_us_median`` / ``_p99``: the whole controller step: the QP tick plus the balance
   references (capture point, support polygon) and the joint-command integration;
 - the solver alone, iterations, and how often the full problem (with torque-limit rows) was solved.
@@ -329,6 +329,7 @@ def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
         hqp = form.computeProblemData(0.0, q, v)
         sol = solver.solve(hqp)
         form.getAccelerations(sol)
+        form.getActuatorForces(sol)  # the torques, as our tick recovers them
         ticks.append(time.perf_counter() - t0)
         failed += int(sol.status != 0)
     if failed:

@@ -222,8 +222,8 @@ class ContactConstraint(Constraint):
         fs = self.dyn.frames[self.side]
         A[:, : self.dyn.nv] = fs.jacobian
         if self.active:
-            np.negative(fs.drift, out=lower)
-            lower -= self.kd * fs.velocity
+            np.multiply(fs.velocity, -self.kd, out=lower)
+            lower -= fs.drift
             upper[:] = lower
         else:
             lower[:] = -INF

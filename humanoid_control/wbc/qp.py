@@ -442,7 +442,7 @@ class WholeBodyQP:
                 self._full_next = bool(near.any() or near_bound.any())
                 full = True
                 break
-            if not (np.any(np.abs(tau) > tau_max) or np.any(qdd_j < jl.lower) or np.any(qdd_j > jl.upper)):
+            if not ((np.abs(tau) > tau_max).any() or (qdd_j < jl.lower).any() or (qdd_j > jl.upper).any()):
                 break  # the screened optimum keeps every limit: it is the full problem's optimum
         if not status.ok:
             for problem in self.problems:
