@@ -182,8 +182,7 @@ class _TaskStack:
             gradient[:] = 0.0
             return
         for t, J, b in self.rows:
-            w = t.weights
-            if w[0] != 0.0 or w.any():  # a disabled task's rows keep weight 0 and do not enter the cost
+            if t.enabled:  # a disabled task's rows keep weight 0 and do not enter the cost
                 t.fill(dyn, J, b)
         np.multiply(self.J, self.w[:, None], out=self.WJ)
         np.matmul(self.WJ.T, self.J, out=hessian)

@@ -35,10 +35,17 @@ class Task(ABC):
     def __init__(self, name: str, weight: float) -> None:
         self.name = name
         self.weights = np.full(self.dim, float(weight))
+        self.enabled = weight != 0.0  # False: every row has weight 0 and the task is not evaluated
 
     def set_weight(self, weight: float) -> None:
-        """Same weight on every row (0 disables the task)."""
+        """Same weight on every row (0 disables the task). Per-row weights: write ``weights`` and call
+        :meth:`weights_changed`."""
         self.weights[:] = weight
+        self.weights_changed()
+
+    def weights_changed(self) -> None:
+        """Refresh :attr:`enabled` after ``weights`` was written directly."""
+        self.enabled = bool(self.weights.any())
 
     @abstractmethod
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
