@@ -75,13 +75,23 @@ def test_a_nan_state_fails_that_tick_only() -> None:
     q, v = _standing_state()
     qp.update_dynamics(q, v)
     assert qp.solve().ok
-    bad = v.copy()
-    bad[0] = np.nan
-    qp.update_dynamics(q, bad)
-    assert not qp.solve().ok
-    qp.update_dynamics(q, v)
-    out = qp.solve()
-    assert out.ok and np.all(np.isfinite(out.qdd))
+    bad_v, bad_q = v.copy(), q.copy()
+    bad_v[0] = np.nan
+    bad_q[10] = np.nan
+    for state in ((q, bad_v), (bad_q, v)):
+        qp.update_dynamics(*state)
+        out = qp.solve()
+        assert not out.ok and out.status.value == "non_finite_input"
+        assert np.all(np.isnan(out.tau))
+        qp.update_dynamics(q, v)
+        out = qp.solve()
+        assert out.ok and np.all(np.isfinite(out.qdd))
+    # a non-finite reference (a task target) is refused the same way
+    qp.com.desired_acceleration[0] = np.inf
+    with np.errstate(invalid="ignore"):  # inf * 0 weights in the gradient
+        assert qp.solve().status.value == "non_finite_input"
+    qp.com.desired_acceleration[0] = 0.0
+    assert qp.solve().ok
 
 
 def test_dynamics_residual_and_limits_at_perturbed_states() -> None:

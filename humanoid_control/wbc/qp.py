@@ -406,10 +406,11 @@ class WholeBodyQP:
         self._assemble()
         Px = np.take(self._P, self._P_idx, out=self._Px)
         g, lower, upper = self._g, self._l, self._u
-        # one sum per array: non-finite iff an entry is; l holds -inf and u +inf legitimately, so there only a
-        # NaN counts (l's sum minus u's is NaN iff either holds a NaN, or +inf sits in l / -inf in u). The
-        # constraint matrix is checked per problem, on the values handed to the solver
-        if not math.isfinite(Px.sum() + g.sum()) or math.isnan(lower.sum() - upper.sum()):
+        # one sum per array: non-finite iff an entry is. g = -J^T W b carries any non-finite task Jacobian
+        # (NaN * 0 is NaN), so P = J^T W J needs no check of its own. l holds -inf and u +inf legitimately, so
+        # there only a NaN counts (l's sum minus u's is NaN iff either holds a NaN, or +inf sits in l / -inf
+        # in u). The constraint matrix is checked per problem, on the values handed to the solver.
+        if not math.isfinite(g.sum()) or math.isnan(lower.sum() - upper.sum()):
             # a non-finite state or reference: refused before it reaches the solver (its warm start would keep
             # the NaN and fail every later tick too)
             return self._failed(t0, QpStatus.NON_FINITE)
