@@ -22,10 +22,14 @@ small random perturbations (fixed seed):
   references (capture point, support polygon) and the joint-command integration;
 - the solver alone, iterations, and how often the full problem (with torque-limit rows) was solved.
 
-If the optional ``tsid`` package is importable (``scripts/install_tsid.sh``), the same states are run in the
+The perturbed states are independent draws, so a warm start from the previous tick's solution helps little
+there. The same figures on the states a running controller meets are the ``trajectory_*`` keys: 3 s of
+closed-loop standing in MuJoCo (in process, ground truth, 500 Hz) with a 7 N s push at 1 s, replayed in order.
+
+If the optional ``tsid`` package is importable (``scripts/install_tsid.sh``), both state sets are run in the
 same process through an equivalent TSID formulation (``tsid_tick_us_median``, ``ratio_vs_tsid`` = our QP tick
-/ TSID's tick, ``ratio_controller_step_vs_tsid``); otherwise these keys are null and ``"tsid": "not
-installed"``.
+/ TSID's tick, ``ratio_controller_step_vs_tsid``, ``trajectory_tsid_tick_us_median``,
+``trajectory_ratio_vs_tsid``); otherwise these keys are null and ``"tsid": "not installed"``.
 
 ``humanoid-bench policy [--policy NAME]``: the learned-policy runner.
 
@@ -337,14 +341,37 @@ def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
     return ticks
 
 
-def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
-    """WBC tick time over ``n_states`` perturbed standing states (see module docstring); TSID if installed."""
+def _wbc_trajectory() -> list[tuple[Any, Any]]:
+    """The states a running controller meets: 3 s of closed-loop standing in MuJoCo (in process, ground-truth
+    state, 500 Hz) with a 7 N s push to the front at 1 s; both feet stay down."""
+    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.wbc.controller import StandingController
+    from humanoid_control.wbc.sim_loop import Push, run_standing
+
+    class Recorder(StandingController):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.states: list[tuple[Any, Any]] = []
+
+        def step(self, q: Any, v: Any) -> Any:
+            self.states.append((q.copy(), v.copy()))
+            return super().step(q, v)
+
+    config = load_robot_config("g1")
+    recorder = Recorder(config)
+    log = run_standing(config, 3.0, push=Push((70.0, 0.0), 1.0, 0.1), controller=recorder)
+    if log.fell:
+        raise RuntimeError("the recorded standing trajectory fell")
+    return recorder.states
+
+
+def _time_wbc(states: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """Our controller over ``states`` in order (warm starts carry over from tick to tick)."""
     import numpy as np
 
     from humanoid_control.robot_config import load_robot_config
     from humanoid_control.wbc.controller import StandingController
 
-    states = _wbc_states(n_states, seed)
     ctl = StandingController(load_robot_config("g1"))
     for q, v in states[:50]:  # warm-up: first setup, caches
         ctl.step(q, v)
@@ -361,12 +388,11 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
         ok += int(out.ok)
         full += int(out.full_problem)
     us, step_us = np.array(ticks) * 1e6, np.array(steps) * 1e6
-    result: dict[str, Any] = {
-        "states": n_states,
+    return {
         "qp_variables": ctl.qp.n,
         "qp_constraints": ctl.qp.m,
-        "solved_fraction": ok / n_states,
-        "full_problem_fraction": full / n_states,
+        "solved_fraction": ok / len(states),
+        "full_problem_fraction": full / len(states),
         "solve_us_median": float(np.median(solves) * 1e6),
         "iterations_median": float(np.median(iters)),
         "wbc_tick_us_median": float(np.median(us)),
@@ -374,9 +400,29 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
         "controller_step_us_median": float(np.median(step_us)),
         "controller_step_us_p99": float(np.percentile(step_us, 99)),
     }
-    tsid_keys = ("tsid_tick_us_median", "ratio_vs_tsid", "ratio_controller_step_vs_tsid")
+
+
+def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
+    """WBC tick time over ``n_states`` perturbed standing states (see module docstring); TSID if installed."""
+    import numpy as np
+
+    states = _wbc_states(n_states, seed)
+    result: dict[str, Any] = {"states": n_states, **_time_wbc(states)}
+    trajectory = _wbc_trajectory()
+    traj = _time_wbc(trajectory)
+    result["trajectory_states"] = len(trajectory)
+    for key in ("wbc_tick_us_median", "wbc_tick_us_p99", "iterations_median", "solve_us_median"):
+        result[f"trajectory_{key}"] = traj[key]
+    tsid_keys = (
+        "tsid_tick_us_median",
+        "ratio_vs_tsid",
+        "ratio_controller_step_vs_tsid",
+        "trajectory_tsid_tick_us_median",
+        "trajectory_ratio_vs_tsid",
+    )
     try:
         tsid_us = np.array(_tsid_ticks(states)) * 1e6
+        tsid_traj_us = np.array(_tsid_ticks(trajectory)) * 1e6
     except ImportError:
         result.update(dict.fromkeys(tsid_keys))
         result["tsid"] = "not installed"
@@ -392,6 +438,10 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
         result["ratio_vs_tsid"] = result["wbc_tick_us_median"] / result["tsid_tick_us_median"]
         result["ratio_controller_step_vs_tsid"] = (
             result["controller_step_us_median"] / result["tsid_tick_us_median"]
+        )
+        result["trajectory_tsid_tick_us_median"] = float(np.median(tsid_traj_us))
+        result["trajectory_ratio_vs_tsid"] = (
+            result["trajectory_wbc_tick_us_median"] / result["trajectory_tsid_tick_us_median"]
         )
     return result
 

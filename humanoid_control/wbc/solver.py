@@ -92,7 +92,14 @@ class OsqpSettings:
         rho: initial ADMM step; adaptive_rho_interval: iterations between rho updates (0 = automatic).
         polish: solution polishing (more accurate, slower).
         scaling: Ruiz scaling iterations.
-        check_termination: iterations between convergence checks.
+        check_termination: iterations between convergence checks while solves are long (a check costs
+            about one iteration, so a long solve wants few of them).
+        fast_check_termination: the interval while warm starts converge quickly: consecutive ticks of a
+            running controller are close, the previous solution is nearly this one, and checking early ends
+            the solve after a few iterations instead of ``check_termination``. 0 keeps ``check_termination``.
+        fast_iterations: a solve that ends within this many iterations keeps (or goes back to) the fast
+            interval; a longer one switches to ``check_termination``, which is retried fast every
+            ``fast_retry`` solves.
     """
 
     eps_abs: float = 1e-4
@@ -103,6 +110,9 @@ class OsqpSettings:
     polish: bool = False
     scaling: int = 0
     check_termination: int = 25
+    fast_check_termination: int = 5
+    fast_iterations: int = 10
+    fast_retry: int = 50
 
 
 _OSQP_STATUS = {
@@ -148,6 +158,9 @@ class OsqpSolver(QpSolver):
         self._prob = prob
         self._solver = prob._solver  # the compiled solver: update/solve without the wrapper's bookkeeping
         self._infty = float(prob.constant("OSQP_INFTY"))
+        self._osqp_settings = prob.settings  # the compiled settings object, to change the check interval
+        self._check = s.check_termination
+        self._slow_solves = 0
 
     def spawn(self) -> OsqpSolver:
         return OsqpSolver(self.settings)
@@ -170,4 +183,20 @@ class OsqpSolver(QpSolver):
         dt = time.perf_counter() - t0
         info = self._solver.info
         status = _OSQP_STATUS.get(int(info.status_val), QpStatus.FAILED)
-        return QpResult(status, self._solver.solution.x, int(info.iter), dt)
+        iterations = int(info.iter)
+        s = self.settings
+        if s.fast_check_termination > 0:
+            if iterations <= s.fast_iterations:
+                self._set_check(s.fast_check_termination)
+            else:
+                self._slow_solves += 1
+                fast = self._slow_solves % s.fast_retry == 0
+                self._set_check(s.fast_check_termination if fast else s.check_termination)
+        return QpResult(status, self._solver.solution.x, iterations, dt)
+
+    def _set_check(self, interval: int) -> None:
+        """Change OSQP's convergence-check interval (between solves; the factorization is kept)."""
+        if interval != self._check:
+            self._check = interval
+            self._osqp_settings.check_termination = interval
+            self._solver.update_settings(self._osqp_settings)
