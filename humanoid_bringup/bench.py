@@ -248,97 +248,107 @@ def _wbc_states(n: int, seed: int) -> list[tuple[Any, Any]]:
     ]
 
 
-def _tsid_ticks(states: list[tuple[Any, Any]]) -> list[float]:
-    """Tick times (s) of TSID (``InverseDynamicsFormulationAccForce`` + ``SolverHQuadProgFast``) on ``states``
-    with an equivalent task set: CoM, angular momentum, base and torso orientation, posture, 6D contacts with
-    the 4 sole corners and friction pyramids, actuation bounds. Raises ImportError when ``tsid`` is absent."""
-    import numpy as np
-    import tsid
+class _TsidTicker:
+    """TSID (``InverseDynamicsFormulationAccForce`` + ``SolverHQuadProgFast``) with a task set equivalent to
+    ours: CoM, angular momentum, base and torso orientation, posture, joint position/velocity/acceleration
+    bounds, 6D contacts with the 4 sole corners and friction pyramids, actuation bounds. :meth:`tick` times
+    one state: problem data, solve, accelerations and torques. Raises ImportError when ``tsid`` is absent."""
 
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.robot_model import load_pinocchio_model
-    from humanoid_control.wbc.qp import WbcSettings
+    def __init__(self, q0: Any, v0: Any) -> None:
+        import numpy as np
+        import tsid
 
-    config = load_robot_config("g1")
-    pmodel = load_pinocchio_model(config)
-    s = WbcSettings()
-    robot = tsid.RobotWrapper(pmodel.model, False)
-    form = tsid.InverseDynamicsFormulationAccForce("wbc", robot, False)
-    keep: list[Any] = []  # the formulation holds raw references: its tasks and contacts must outlive it
-    q0, v0 = states[0]
-    form.computeProblemData(0.0, q0, v0)
-    data = form.data()
-    for side, foot in config.feet.items():
-        points = np.array([[x, y, 0.0] for x, y in foot.polygon]).T
-        contact = tsid.Contact6d(
-            f"contact_{side}",
-            robot,
-            foot.sole_frame,
-            points,
-            np.array([0.0, 0.0, 1.0]),
-            config.wbc.friction,
-            s.f_min,
-            s.f_max,
-        )
-        contact.setKp(np.zeros(6))
-        contact.setKd(s.kd_contact * np.ones(6))
-        contact.setReference(robot.framePosition(data, pmodel.sole_frame_ids[side]))
-        form.addRigidContact(contact, s.reg_force)
-        keep.append(contact)
-    com = tsid.TaskComEquality("com", robot)
-    com.setKp(100.0 * np.ones(3))
-    com.setKd(20.0 * np.ones(3))
-    com.setReference(tsid.TrajectoryEuclidianConstant("com_ref", robot.com(data)).computeNext())
-    form.addMotionTask(com, s.w_com, 1, 0.0)
-    am = tsid.TaskAMEquality("am", robot)
-    am.setKp(np.zeros(3))
-    am.setKd(s.kd_angular_momentum * np.ones(3))
-    am.setReference(tsid.TrajectoryEuclidianConstant("am_ref", np.zeros(3)).computeNext())
-    form.addMotionTask(am, s.w_angular_momentum, 1, 0.0)
-    for name, frame, kp, kd, w in (
-        ("base", config.base_body, s.kp_base, s.kd_base, s.w_base),
-        ("torso", config.wbc.torso_frame, s.kp_torso, s.kd_torso, s.w_torso),
-    ):
-        task = tsid.TaskSE3Equality(name, robot, frame)
-        task.setKp(kp * np.ones(6))
-        task.setKd(kd * np.ones(6))
-        task.setMask(np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
-        traj = tsid.TrajectorySE3Constant(
-            f"{name}_ref", robot.framePosition(data, robot.model().getFrameId(frame))
-        )
-        task.setReference(traj.computeNext())
-        form.addMotionTask(task, w, 1, 0.0)
-        keep += [task, traj]
-    posture = tsid.TaskJointPosture("posture", robot)
-    posture.setKp(s.kp_posture * np.ones(robot.na))
-    posture.setKd(s.kd_posture * np.ones(robot.na))
-    posture.setReference(tsid.TrajectoryEuclidianConstant("q_ref", config.array("default")).computeNext())
-    form.addMotionTask(posture, s.w_posture, 1, 0.0)
-    limits = tsid.TaskJointPosVelAccBounds("joint_limits", robot, 0.002, False)
-    limits.setPositionBounds(config.array("lower"), config.array("upper"))
-    limits.setVelocityBounds(config.array("velocity"))
-    limits.setAccelerationBounds(s.qdd_max * np.ones(robot.na))
-    form.addMotionTask(limits, 1.0, 0, 0.0)
-    keep.append(limits)
-    bounds = tsid.TaskActuationBounds("tau", robot)
-    effort = config.array("effort")
-    bounds.setBounds(-effort, effort)
-    form.addActuationTask(bounds, 1.0, 0, 0.0)
-    solver = tsid.SolverHQuadProgFast("qp")
-    solver.resize(form.nVar, form.nEq, form.nIn)
-    ticks = []
-    failed = 0
-    for q, v in states:
+        from humanoid_control.robot_config import load_robot_config
+        from humanoid_control.robot_model import load_pinocchio_model
+        from humanoid_control.wbc.qp import WbcSettings
+
+        config = load_robot_config("g1")
+        pmodel = load_pinocchio_model(config)
+        order = np.empty(len(pmodel.joint_v_idx), dtype=int)
+        order[pmodel.joint_v_idx - 6] = np.arange(len(order))
+
+        def model_order(name: str) -> Any:  # a configuration array in the model's joint order
+            return config.array(name)[order]
+
+        s = WbcSettings()
+        robot = tsid.RobotWrapper(pmodel.model, False)
+        form = tsid.InverseDynamicsFormulationAccForce("wbc", robot, False)
+        # the formulation holds raw references: the robot, its tasks and their references must outlive it
+        self._keep: list[Any] = [robot]
+        form.computeProblemData(0.0, q0, v0)
+        data = form.data()
+        for side, foot in config.feet.items():
+            points = np.array([[x, y, 0.0] for x, y in foot.polygon]).T
+            contact = tsid.Contact6d(
+                f"contact_{side}",
+                robot,
+                foot.sole_frame,
+                points,
+                np.array([0.0, 0.0, 1.0]),
+                config.wbc.friction,
+                s.f_min,
+                s.f_max,
+            )
+            contact.setKp(np.zeros(6))
+            contact.setKd(s.kd_contact * np.ones(6))
+            contact.setReference(robot.framePosition(data, pmodel.sole_frame_ids[side]))
+            form.addRigidContact(contact, s.reg_force)
+            self._keep.append(contact)
+        com = tsid.TaskComEquality("com", robot)
+        com.setKp(100.0 * np.ones(3))
+        com.setKd(20.0 * np.ones(3))
+        com_ref = tsid.TrajectoryEuclidianConstant("com_ref", robot.com(data))
+        com.setReference(com_ref.computeNext())
+        form.addMotionTask(com, s.w_com, 1, 0.0)
+        am = tsid.TaskAMEquality("am", robot)
+        am.setKp(np.zeros(3))
+        am.setKd(s.kd_angular_momentum * np.ones(3))
+        am_ref = tsid.TrajectoryEuclidianConstant("am_ref", np.zeros(3))
+        am.setReference(am_ref.computeNext())
+        form.addMotionTask(am, s.w_angular_momentum, 1, 0.0)
+        self._keep += [com, am, com_ref, am_ref]
+        for name, frame, kp, kd, w in (
+            ("base", config.base_body, s.kp_base, s.kd_base, s.w_base),
+            ("torso", config.wbc.torso_frame, s.kp_torso, s.kd_torso, s.w_torso),
+        ):
+            task = tsid.TaskSE3Equality(name, robot, frame)
+            task.setKp(kp * np.ones(6))
+            task.setKd(kd * np.ones(6))
+            task.setMask(np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
+            traj = tsid.TrajectorySE3Constant(
+                f"{name}_ref", robot.framePosition(data, robot.model().getFrameId(frame))
+            )
+            task.setReference(traj.computeNext())
+            form.addMotionTask(task, w, 1, 0.0)
+            self._keep += [task, traj]
+        posture = tsid.TaskJointPosture("posture", robot)
+        posture.setKp(s.kp_posture * np.ones(robot.na))
+        posture.setKd(s.kd_posture * np.ones(robot.na))
+        q_ref = tsid.TrajectoryEuclidianConstant("q_ref", model_order("default"))
+        posture.setReference(q_ref.computeNext())
+        form.addMotionTask(posture, s.w_posture, 1, 0.0)
+        limits = tsid.TaskJointPosVelAccBounds("joint_limits", robot, 0.002, False)
+        limits.setPositionBounds(model_order("lower"), model_order("upper"))
+        limits.setVelocityBounds(model_order("velocity"))
+        limits.setAccelerationBounds(s.qdd_max * np.ones(robot.na))
+        form.addMotionTask(limits, 1.0, 0, 0.0)
+        bounds = tsid.TaskActuationBounds("tau", robot)
+        effort = model_order("effort")
+        bounds.setBounds(-effort, effort)
+        form.addActuationTask(bounds, 1.0, 0, 0.0)
+        self._keep += [posture, q_ref, limits, bounds]
+        solver = tsid.SolverHQuadProgFast("qp")
+        solver.resize(form.nVar, form.nEq, form.nIn)
+        self._form, self._solver, self.failed = form, solver, 0
+
+    def tick(self, q: Any, v: Any) -> float:
         t0 = time.perf_counter()
-        hqp = form.computeProblemData(0.0, q, v)
-        sol = solver.solve(hqp)
-        form.getAccelerations(sol)
-        form.getActuatorForces(sol)  # the torques, as our tick recovers them
-        ticks.append(time.perf_counter() - t0)
-        failed += int(sol.status != 0)
-    if failed:
-        raise RuntimeError(f"TSID failed to solve {failed} of {len(states)} states")
-    return ticks
+        sol = self._solver.solve(self._form.computeProblemData(0.0, q, v))
+        self._form.getAccelerations(sol)
+        self._form.getActuatorForces(sol)  # the torques, as our tick recovers them
+        dt = time.perf_counter() - t0
+        self.failed += int(sol.status != 0)
+        return dt
 
 
 def _wbc_trajectory() -> list[tuple[Any, Any]]:
@@ -365,30 +375,45 @@ def _wbc_trajectory() -> list[tuple[Any, Any]]:
     return recorder.states
 
 
-def _time_wbc(states: list[tuple[Any, Any]]) -> dict[str, Any]:
-    """Our controller over ``states`` in order (warm starts carry over from tick to tick)."""
+def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[str, Any]:
+    """Our controller and TSID (if importable) over ``states`` in order, alternating blocks of ``chunk``
+    states so that both see the same machine load; our warm starts carry over from tick to tick."""
     import numpy as np
 
     from humanoid_control.robot_config import load_robot_config
     from humanoid_control.wbc.controller import StandingController
 
     ctl = StandingController(load_robot_config("g1"))
+    theirs: _TsidTicker | None = None
+    note = "not installed"
+    try:
+        theirs = _TsidTicker(*states[0])
+    except ImportError:
+        pass
+    except Exception as exc:  # an installed but broken binding (e.g. ABI mismatch with pinocchio)
+        note = f"failed: {exc!r}"
     for q, v in states[:50]:  # warm-up: first setup, caches
         ctl.step(q, v)
-    steps, ticks, solves, iters, ok, full = [], [], [], [], 0, 0
-    for q, v in states:
-        t0 = time.perf_counter()
-        ctl.step(q, v)
-        steps.append(time.perf_counter() - t0)
-        ticks.append(ctl.qp_tick_s)
-        out = ctl.last_output
-        assert out is not None
-        solves.append(out.solve_time_s)
-        iters.append(out.iterations)
-        ok += int(out.ok)
-        full += int(out.full_problem)
+        if theirs is not None:
+            theirs.tick(q, v)
+    steps, ticks, solves, iters, tsid_ticks, ok, full = [], [], [], [], [], 0, 0
+    for start in range(0, len(states), chunk):
+        block = states[start : start + chunk]
+        for q, v in block:
+            t0 = time.perf_counter()
+            ctl.step(q, v)
+            steps.append(time.perf_counter() - t0)
+            ticks.append(ctl.qp_tick_s)
+            out = ctl.last_output
+            assert out is not None
+            solves.append(out.solve_time_s)
+            iters.append(out.iterations)
+            ok += int(out.ok)
+            full += int(out.full_problem)
+        if theirs is not None:
+            tsid_ticks += [theirs.tick(q, v) for q, v in block]
     us, step_us = np.array(ticks) * 1e6, np.array(steps) * 1e6
-    return {
+    result: dict[str, Any] = {
         "qp_variables": ctl.qp.n,
         "qp_constraints": ctl.qp.m,
         "solved_fraction": ok / len(states),
@@ -399,50 +424,45 @@ def _time_wbc(states: list[tuple[Any, Any]]) -> dict[str, Any]:
         "wbc_tick_us_p99": float(np.percentile(us, 99)),
         "controller_step_us_median": float(np.median(step_us)),
         "controller_step_us_p99": float(np.percentile(step_us, 99)),
+        "tsid_tick_us_median": None,
+        "tsid_tick_us_p99": None,
+        "ratio_vs_tsid": None,
+        "ratio_controller_step_vs_tsid": None,
     }
+    if theirs is None:
+        result["tsid"] = note
+        return result
+    if theirs.failed:
+        raise RuntimeError(f"TSID failed to solve {theirs.failed} states")
+    import tsid
+
+    tsid_us = np.array(tsid_ticks) * 1e6
+    result["tsid"] = str(getattr(tsid, "__version__", "installed"))
+    result["tsid_tick_us_median"] = float(np.median(tsid_us))
+    result["tsid_tick_us_p99"] = float(np.percentile(tsid_us, 99))
+    result["ratio_vs_tsid"] = result["wbc_tick_us_median"] / result["tsid_tick_us_median"]
+    result["ratio_controller_step_vs_tsid"] = (
+        result["controller_step_us_median"] / result["tsid_tick_us_median"]
+    )
+    return result
 
 
 def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
-    """WBC tick time over ``n_states`` perturbed standing states (see module docstring); TSID if installed."""
-    import numpy as np
-
-    states = _wbc_states(n_states, seed)
-    result: dict[str, Any] = {"states": n_states, **_time_wbc(states)}
+    """WBC tick time over ``n_states`` perturbed standing states and over a recorded closed-loop trajectory
+    (see module docstring); TSID side by side if installed."""
+    result: dict[str, Any] = {"states": n_states, **_time_side_by_side(_wbc_states(n_states, seed))}
     trajectory = _wbc_trajectory()
-    traj = _time_wbc(trajectory)
+    traj = _time_side_by_side(trajectory)
     result["trajectory_states"] = len(trajectory)
-    for key in ("wbc_tick_us_median", "wbc_tick_us_p99", "iterations_median", "solve_us_median"):
-        result[f"trajectory_{key}"] = traj[key]
-    tsid_keys = (
+    for key in (
+        "wbc_tick_us_median",
+        "wbc_tick_us_p99",
+        "iterations_median",
+        "solve_us_median",
         "tsid_tick_us_median",
         "ratio_vs_tsid",
-        "ratio_controller_step_vs_tsid",
-        "trajectory_tsid_tick_us_median",
-        "trajectory_ratio_vs_tsid",
-    )
-    try:
-        tsid_us = np.array(_tsid_ticks(states)) * 1e6
-        tsid_traj_us = np.array(_tsid_ticks(trajectory)) * 1e6
-    except ImportError:
-        result.update(dict.fromkeys(tsid_keys))
-        result["tsid"] = "not installed"
-    except Exception as exc:  # an installed but broken binding (e.g. ABI mismatch with pinocchio)
-        result.update(dict.fromkeys(tsid_keys))
-        result["tsid"] = f"failed: {exc!r}"
-    else:
-        import tsid
-
-        result["tsid"] = str(getattr(tsid, "__version__", "installed"))
-        result["tsid_tick_us_median"] = float(np.median(tsid_us))
-        result["tsid_tick_us_p99"] = float(np.percentile(tsid_us, 99))
-        result["ratio_vs_tsid"] = result["wbc_tick_us_median"] / result["tsid_tick_us_median"]
-        result["ratio_controller_step_vs_tsid"] = (
-            result["controller_step_us_median"] / result["tsid_tick_us_median"]
-        )
-        result["trajectory_tsid_tick_us_median"] = float(np.median(tsid_traj_us))
-        result["trajectory_ratio_vs_tsid"] = (
-            result["trajectory_wbc_tick_us_median"] / result["trajectory_tsid_tick_us_median"]
-        )
+    ):
+        result[f"trajectory_{key}"] = traj[key]
     return result
 
 

@@ -66,7 +66,14 @@ class RobotDynamics:
         self._g_vec = [float(x) for x in self.model.gravity.linear]  # world frame (m/s^2)
         self.gravity_vector = np.array(self._g_vec)  # (3,) world frame (m/s^2)
         d = self.data
-        self.M = np.zeros((self.nv, self.nv))  # C order (pinocchio's own is Fortran order)
+        # M: pinocchio's own buffer is Fortran order; its transpose is a C-order view and, M being symmetric
+        # (the binding fills both triangles), M itself. Checked once here, else copied every tick.
+        probe = pin.integrate(self.model, pin.neutral(self.model), np.linspace(-0.3, 0.3, self.nv))
+        pin.computeAllTerms(self.model, d, probe, np.zeros(self.nv))
+        self._m_view = bool(
+            np.shares_memory(d.M.T, d.M) and d.M.T.flags.c_contiguous and np.array_equal(d.M, d.M.T)
+        )
+        self.M = d.M.T if self._m_view else np.zeros((self.nv, self.nv))
         # views of pinocchio's own buffers, refreshed in place by computeAllTerms / updateFramePlacements (no
         # copy per tick); where a binding returns copies instead, they are copied every tick
         getters = (
@@ -135,7 +142,9 @@ class RobotDynamics:
         # zero-acceleration values, which the frame drifts below read
         pin.computeAllTerms(m, d, q, v)
         pin.updateFramePlacements(m, d)
-        self.M[:] = d.M
+        if not self._m_view:
+            self.M[:] = d.M
+            self.M += np.triu(self.M, 1).T - np.tril(self.M, -1)  # both triangles from the upper one
         views = self._views
         if not views:
             self.h[:], self.hg[:], self.com[:], self.com_velocity[:] = d.nle, d.hg.vector, d.com[0], d.vcom[0]

@@ -15,9 +15,9 @@ joint position/velocity limits (nv - 6).
 Per tick: :meth:`WholeBodyQP.solve` refreshes the rigid-body terms (one ``computeAllTerms`` plus one
 second-order kinematics pass), fills dense buffers in place, gathers the values of the fixed sparse
 patterns (precomputed CSC index maps) and hands them to the warm-started solver. After a successful solve
-the floating-base dynamics rows are re-imposed exactly by a minimum-norm correction of ``x`` (ADMM solves
-them to ``eps`` only), so the dynamics residual is at round-off level (the torques come from the actuated
-rows, exact by construction).
+the floating-base dynamics rows are re-imposed exactly by a correction of the (unactuated) base
+accelerations (ADMM solves them to ``eps`` only), so the dynamics residual is at round-off level (the torques
+come from the actuated rows, exact by construction).
 """
 
 from __future__ import annotations
@@ -207,7 +207,9 @@ class _Problem:
         self.A_idx = rows[idx // n] * n + idx % n  # flat indices into the QP's (m, n) buffer
         self.setup_done = False
         self._Ax = np.zeros(self.A_idx.size)
-        self._all = rows.size == rows[-1] + 1 if rows.size else True  # every row, in order
+        # a prefix of the rows (the full problem, or the screened one): the bounds are handed over as views
+        self._prefix = bool(rows.size == 0 or np.array_equal(rows, np.arange(rows.size)))
+        self._nrows = rows.size
 
     def solve(
         self, Px: np.ndarray, g: np.ndarray, A: np.ndarray, lower: np.ndarray, upper: np.ndarray
@@ -215,8 +217,12 @@ class _Problem:
         Ax = np.take(A, self.A_idx, out=self._Ax)
         if not math.isfinite(Ax.sum()):
             return QpResult(QpStatus.NON_FINITE, np.full(A.shape[1], np.nan), 0, 0.0)
-        # copies: the solver may clip the bounds in place
-        lo, up = (lower.copy(), upper.copy()) if self._all else (lower[self.rows], upper[self.rows])
+        # the solver may clip the bounds' free sides to its own infinity in place: on the QP's own buffers that
+        # only replaces -inf / +inf by a huge finite bound, which every later use reads the same way
+        if self._prefix:
+            lo, up = lower[: self._nrows], upper[: self._nrows]
+        else:
+            lo, up = lower[self.rows], upper[self.rows]
         if not self.setup_done:
             P = self._P_csc.copy()
             P.data[:] = Px
@@ -310,11 +316,12 @@ class WholeBodyQP:
             s.horizon_velocity,
             s.qdd_max,
         )
+        # the rows that limit screening drops come last: the screened problem is a prefix of the rows
         self.constraints: list[Constraint] = [
             self.floating_base,
-            self.torque_limits,
             *self.contacts.values(),
             *self.friction.values(),
+            self.torque_limits,
             self.joint_limits,
         ]
         self._row_slices = []
@@ -415,7 +422,7 @@ class WholeBodyQP:
             # the NaN and fail every later tick too)
             return self._failed(t0, QpStatus.NON_FINITE)
         nv, x = self.nv, self.x
-        tau_rows = self._A[6:nv]
+        tau_rows = self.torque_limits.A  # (nv - 6, n) view
         h_a = self.dyn.h[6:]
         tau_max = self.torque_limits.tau_max * self.torque_limits.scale
         iterations, solve_time = 0, 0.0
@@ -461,16 +468,15 @@ class WholeBodyQP:
         return WbcOutput(status, nan, nv, self.force_cols, nan[6:nv].copy(), iterations, solve_time, tick)
 
     def _project_dynamics(self, x: np.ndarray) -> None:
-        """Minimum-norm correction of ``x`` so that the floating-base dynamics rows ``E x = e`` hold to
-        round-off: ``x += E^T (E E^T)^-1 (e - E x)``."""
-        E = self._fb_rows
-        r = self._fb_lower - E @ x
-        # E E^T (6 x 6) is symmetric positive definite: E has full row rank (the contact forces alone span
-        # every base wrench, and the base accelerations do too)
-        _, y, info = lapack.dposv(E @ E.T, r)
-        if info != 0:
-            y = np.linalg.lstsq(E @ E.T, r, rcond=None)[0]
-        x += y @ E
+        """Correct the base accelerations of ``x`` so that the floating-base dynamics rows ``E x = e`` hold
+        to round-off: ``qdd_b += M_bb^-1 (e - E x)`` (``M_bb`` the base block of the mass matrix, symmetric
+        positive definite, and ``E``'s qdd_b columns). The base is not actuated and not commanded: the joint
+        accelerations and forces handed on stay the solver's."""
+        r = self._fb_lower - self._fb_rows @ x
+        _, y, info = lapack.dposv(self.dyn.M[0:6, 0:6], r)
+        if info != 0:  # not positive definite: a degenerate model or state
+            y = np.linalg.lstsq(self.dyn.M[0:6, 0:6], r, rcond=None)[0]
+        x[0:6] += y
 
     # ------------------------------------------------------------------ diagnostics
     def dynamics_residual(self, qdd: np.ndarray, forces: dict[str, np.ndarray], tau: np.ndarray) -> float:

@@ -74,6 +74,7 @@ class ComTask(Task):
         super().__init__("com", weight)
         self.forces = forces
         self.desired_acceleration = np.zeros(3)
+        self._J_written: np.ndarray | None = None  # the buffer J was last written to
 
     def track(
         self,
@@ -88,7 +89,9 @@ class ComTask(Task):
         self.desired_acceleration[:] = kp * (position - dyn.com) + kd * (vref - dyn.com_velocity)
 
     def fill(self, dyn: RobotDynamics, J: np.ndarray, b: np.ndarray) -> None:
-        np.multiply(self.forces.centroidal[0:3], 1.0 / dyn.mass, out=J)
+        if self._J_written is not J:  # constant: the force sum, scaled
+            np.multiply(self.forces.centroidal[0:3], 1.0 / dyn.mass, out=J)
+            self._J_written = J
         np.subtract(self.desired_acceleration, dyn.gravity_vector, out=b)
 
 
