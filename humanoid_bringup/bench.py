@@ -255,8 +255,13 @@ class _TsidTicker:
     one state: problem data, solve, accelerations and torques. Raises ImportError when ``tsid`` is absent."""
 
     def __init__(self, q0: Any, v0: Any) -> None:
+        import warnings
+
         import numpy as np
-        import tsid
+
+        with warnings.catch_warnings():  # tsid 1.10 registers a converter pinocchio already has
+            warnings.filterwarnings("ignore", "to-Python converter", RuntimeWarning)
+            import tsid
 
         from humanoid_control.robot_config import load_robot_config
         from humanoid_control.robot_model import load_pinocchio_model

@@ -285,3 +285,26 @@ def test_limit_screening_gives_the_full_problems_answer(scale: float) -> None:
         assert used_full > 0  # the limits bound: the full problem was needed
     else:
         assert used_full == 0
+
+
+def test_bench_wbc_prints_the_issue_keys() -> None:
+    # humanoid-bench wbc: the QP tick on perturbed states and on a recorded closed-loop trajectory; TSID's
+    # keys are numbers where the optional tsid package is installed, else null with the reason
+    from humanoid_bringup.bench import bench_wbc
+
+    out = bench_wbc(60, 0)
+    for key in (
+        "wbc_tick_us_median",
+        "wbc_tick_us_p99",
+        "controller_step_us_median",
+        "trajectory_wbc_tick_us_median",
+    ):
+        assert isinstance(out[key], float) and out[key] > 0.0
+    assert out["solved_fraction"] == 1.0 and out["trajectory_states"] == 1500
+    assert out["wbc_tick_us_p99"] >= out["wbc_tick_us_median"]
+    for key in ("tsid_tick_us_median", "ratio_vs_tsid", "trajectory_ratio_vs_tsid"):
+        assert key in out
+        if out["tsid"] in ("not installed",) or out["tsid"].startswith("failed"):
+            assert out[key] is None
+        else:
+            assert out[key] > 0.0
