@@ -217,8 +217,8 @@ class _Problem:
         Ax = np.take(A, self.A_idx, out=self._Ax)
         if not math.isfinite(Ax.sum()):
             return QpResult(QpStatus.NON_FINITE, np.full(A.shape[1], np.nan), 0, 0.0)
-        # the solver may clip the bounds' free sides to its own infinity in place: on the QP's own buffers that
-        # only replaces -inf / +inf by a huge finite bound, which every later use reads the same way
+        # the solver may clip the bounds' free sides to its own infinity in place: on the QP's own buffers
+        # that only replaces -inf / +inf by a huge finite bound, which every later use reads the same way
         if self._prefix:
             lo, up = lower[: self._nrows], upper[: self._nrows]
         else:
