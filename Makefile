@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup demo test test-fast bench lint clean
+.PHONY: setup demo test test-fast bench lint tsid clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,10 @@ test-fast: setup
 
 bench: setup
 	$(VENV)/bin/humanoid-bench driver
+
+# opt-in peer for humanoid-bench wbc (not part of setup): TSID built against the venv's pinocchio
+tsid: setup
+	scripts/install_tsid.sh $(VENV)
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -113,6 +113,7 @@ class WbcNode(Node):
         self._published_state = ""
         self.answered = 0
         self.skipped = 0
+        self.full_problem_ticks = 0  # ticks that solved the QP with its limit rows (limit screening)
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
@@ -269,6 +270,7 @@ class WbcNode(Node):
                 self._tick_us.append((time.perf_counter() - t0) * 1e6)
                 self._solve_us.append(res.solve_time_s * 1e6)
                 self._iterations.append(res.iterations)
+                self.full_problem_ticks += int(res.full_problem)
         if self.runner.estop_requested:
             self.runner.estop_requested = False
             self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
@@ -322,6 +324,7 @@ class WbcNode(Node):
             "solve_us_median": f"{np.median(solve):.1f}",
             "iterations_median": f"{np.median(its):.0f}",
             "iterations_max": int(its.max()),
+            "qp_full_problem_ticks": self.full_problem_ticks,
             "qp_solved": fc.solved,
             "qp_failed": fc.failed,
             "qp_failed_longest_run": fc.longest,

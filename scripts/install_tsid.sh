@@ -24,6 +24,10 @@ boost_version=$("$VENV/bin/python" -c "import importlib.metadata as m; print(m.v
 have() { compgen -G "$WHEELS/$1" >/dev/null; }
 if ! have "libtsid-$TSID_VERSION-*.whl" || ! have "tsid-$TSID_VERSION-*.whl"; then
   echo "install_tsid: building libtsid and tsid $TSID_VERSION against pin $pin_version (about 12 min)"
+  if ! command -v c++ >/dev/null; then  # the build compiles C++ (cmake and ninja come from pip)
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq g++ >/dev/null
+  fi
   test -x "$BUILD/bin/python" || "$PY" -m venv "$BUILD"
   "$BUILD/bin/pip" install -q --upgrade pip
   "$BUILD/bin/pip" install -q "cmeel[build]" jrl-cmakemodules cmeel-eigen "eigenpy==$eigenpy_version" \
