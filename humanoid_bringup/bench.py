@@ -464,6 +464,7 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
         "wbc_tick_us_p99",
         "iterations_median",
         "solve_us_median",
+        "full_problem_fraction",
         "tsid_tick_us_median",
         "ratio_vs_tsid",
     ):
