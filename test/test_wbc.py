@@ -304,7 +304,7 @@ def test_bench_wbc_prints_the_issue_keys() -> None:
     assert out["wbc_tick_us_p99"] >= out["wbc_tick_us_median"]
     for key in ("tsid_tick_us_median", "ratio_vs_tsid", "trajectory_ratio_vs_tsid"):
         assert key in out
-        if out["tsid"] in ("not installed",) or out["tsid"].startswith("failed"):
+        if out["tsid"] == "not installed" or out["tsid"].startswith("failed"):
             assert out[key] is None
         else:
             assert out[key] > 0.0
