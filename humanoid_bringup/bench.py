@@ -252,9 +252,12 @@ class _TsidTicker:
     """TSID (``InverseDynamicsFormulationAccForce`` + ``SolverHQuadProgFast``) with a task set equivalent to
     ours: CoM, angular momentum, base and torso orientation, posture, joint position/velocity/acceleration
     bounds, 6D contacts with the 4 sole corners and friction pyramids, actuation bounds. :meth:`tick` times
-    one state: problem data, solve, accelerations and torques. Raises ImportError when ``tsid`` is absent."""
+    one state: problem data, solve, accelerations and torques. Raises ImportError when ``tsid`` is absent.
 
-    def __init__(self, q0: Any, v0: Any) -> None:
+    The robot, its model, the QP settings (weights, gains, limits) and the joint order are those of ``ctl``,
+    the controller it is compared with."""
+
+    def __init__(self, ctl: Any, q0: Any, v0: Any) -> None:
         import warnings
 
         import numpy as np
@@ -263,19 +266,11 @@ class _TsidTicker:
             warnings.filterwarnings("ignore", "to-Python converter", RuntimeWarning)
             import tsid
 
-        from humanoid_control.robot_config import load_robot_config
-        from humanoid_control.robot_model import load_pinocchio_model
-        from humanoid_control.wbc.qp import WbcSettings
-
-        config = load_robot_config("g1")
-        pmodel = load_pinocchio_model(config)
-        order = np.empty(len(pmodel.joint_v_idx), dtype=int)
-        order[pmodel.joint_v_idx - 6] = np.arange(len(order))
+        config, pmodel, s = ctl.config, ctl.pmodel, ctl.qp.settings
 
         def model_order(name: str) -> Any:  # a configuration array in the model's joint order
-            return config.array(name)[order]
+            return config.array(name)[ctl.qp.to_v_order]
 
-        s = WbcSettings()
         robot = tsid.RobotWrapper(pmodel.model, False)
         form = tsid.InverseDynamicsFormulationAccForce("wbc", robot, False)
         # the formulation holds raw references: the robot, its tasks and their references must outlive it
@@ -392,7 +387,7 @@ def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[
     theirs: _TsidTicker | None = None
     note = "not installed"
     try:
-        theirs = _TsidTicker(*states[0])
+        theirs = _TsidTicker(ctl, *states[0])
     except ImportError:
         pass
     except Exception as exc:  # an installed but broken binding (e.g. ABI mismatch with pinocchio)

@@ -113,7 +113,6 @@ class PolicyRunnerNode(Node):
         self._last_cb_wall: float | None = None
         self.max_state_gap_ms = 0.0  # wall time between /joint_states callbacks (stalls show here)
         self.max_callback_ms = 0.0
-        self._index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
         self.joint_order = JointOrder(self.names)
         self._zeros = [0.0] * len(self.names)
 

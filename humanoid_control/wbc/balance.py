@@ -67,17 +67,6 @@ def _hull(points: list[list[float]]) -> list[list[float]]:
     return lower[:-1] + upper[:-1]
 
 
-_NEXT: dict[int, np.ndarray] = {}
-
-
-def _next_index(n: int) -> np.ndarray:
-    """``[1, 2, ..., n - 1, 0]`` (cached): index of each polygon vertex's successor."""
-    idx = _NEXT.get(n)
-    if idx is None:
-        idx = _NEXT[n] = np.roll(np.arange(n), -1)
-    return idx
-
-
 def _edge_lines(pts: list[list[float]]) -> list[tuple[float, float, float]]:
     """Per edge ``i`` (vertex ``i`` -> ``i + 1``) of a convex CCW polygon: outward unit normal and offset,
     ``n . x = d`` (a zero-length edge gets a zero normal)."""

@@ -63,8 +63,7 @@ class RobotDynamics:
             raise ValueError("RobotDynamics expects a floating-base model (joint 1 a free flyer)")
         self.mass = float(pin.computeTotalMass(self.model))
         self.gravity = float(np.linalg.norm(self.model.gravity.linear))
-        self._g_vec = [float(x) for x in self.model.gravity.linear]  # world frame (m/s^2)
-        self.gravity_vector = np.array(self._g_vec)  # (3,) world frame (m/s^2)
+        self.gravity_vector = np.array(self.model.gravity.linear, dtype=float)  # (3,) world frame (m/s^2)
         d = self.data
         # M: pinocchio's own buffer is Fortran order; its transpose is a C-order view and, M being symmetric
         # (the binding fills both triangles), M itself. Checked once here, else copied every tick.
@@ -164,11 +163,8 @@ class RobotDynamics:
 
     @property
     def hg_drift(self) -> np.ndarray:
-        """(6,) centroidal momentum rate at ``qdd = 0`` of the last update (see :meth:`_momentum_drift`)."""
-        return self._momentum_drift()
-
-    def _momentum_drift(self) -> np.ndarray:
-        """``hg_drift = Adot_G v`` from the nonlinear effects' base rows, without a second kinematics pass.
+        """(6,) ``Adot_G v``, the centroidal momentum rate at ``qdd = 0`` of the last update, from the
+        nonlinear effects' base rows (no second kinematics pass).
 
         At ``qdd = 0`` the base rows of ``h`` are the wrench the root joint must transmit (base frame, about
         the base origin): the momentum rate minus gravity. Rotated to world axes, moved to the CoM and with
@@ -179,7 +175,8 @@ class RobotDynamics:
         fw = oMb.rotation @ self.h[0:6].reshape(2, 3).T  # (3, 2): columns R f_b, R n_b
         (fx, nx), (fy, ny), (fz, nz) = fw.tolist()
         rx, ry, rz = (oMb.translation - self.com).tolist()
-        m, gx, gy, gz = self.mass, *self._g_vec
+        m = self.mass
+        gx, gy, gz = self.gravity_vector.tolist()
         linear = [fx + m * gx, fy + m * gy, fz + m * gz]
         return np.array([*linear, nx + ry * fz - rz * fy, ny + rz * fx - rx * fz, nz + rx * fy - ry * fx])
 

@@ -5,19 +5,22 @@ twist rate in the base frame, joint accelerations; m/s^2, rad/s^2) and point for
 of each foot (N, world frame). Joint torques are not variables: they follow from the actuated rows of the
 dynamics, ``tau = M_a qdd + h_a - (J_c^T f)_a`` (N m).
 
-Cost: ``sum_tasks 1/2 ||W^(1/2) (J qdd - b)||^2 + 1/2 r_a ||qdd||^2 + 1/2 r_f ||f||^2`` (the last two small
-regularizations make the problem strictly convex).
+Cost: ``sum_tasks 1/2 ||W^(1/2) (J y - b)||^2 + 1/2 r_a ||qdd||^2 + 1/2 r_f ||f||^2`` with ``y`` the task's
+variables (``qdd``, or ``f`` for the centroidal tasks, see :mod:`humanoid_control.wbc.tasks`); the last two
+small regularizations make the problem strictly convex.
 
 Constraints (:mod:`humanoid_control.wbc.constraints`), in this row order: floating-base dynamics (6,
-equality), torque limits (nv - 6), rigid contacts (6 per foot, equality), friction pyramids (5 per corner),
-joint position/velocity limits (nv - 6).
+equality), rigid contacts (6 per foot, equality), friction pyramids (5 per corner), torque limits (nv - 6),
+joint position/velocity limits (nv - 6); the last two are left out of a first, screened solve (see
+``WbcSettings.limit_screening``).
 
-Per tick: :meth:`WholeBodyQP.solve` refreshes the rigid-body terms (one ``computeAllTerms`` plus one
-second-order kinematics pass), fills dense buffers in place, gathers the values of the fixed sparse
-patterns (precomputed CSC index maps) and hands them to the warm-started solver. After a successful solve
-the floating-base dynamics rows are re-imposed exactly by a correction of the (unactuated) base
-accelerations (ADMM solves them to ``eps`` only), so the dynamics residual is at round-off level (the torques
-come from the actuated rows, exact by construction).
+Per tick: :meth:`WholeBodyQP.update_dynamics` refreshes the rigid-body terms (one ``computeAllTerms``, frame
+placements, the soles' and orientation frames' Jacobians, velocities and drifts); :meth:`WholeBodyQP.solve`
+fills dense buffers in place, gathers the values of the fixed sparse patterns (precomputed CSC index maps)
+and hands them to the warm-started solver. After a successful solve the floating-base dynamics rows are
+re-imposed exactly by a correction of the (unactuated) base accelerations (ADMM solves them to ``eps``
+only), so the dynamics residual is at round-off level (the torques come from the actuated rows, exact by
+construction).
 """
 
 from __future__ import annotations

@@ -69,8 +69,8 @@ class QpSolver(abc.ABC):
     def update(
         self, Px: np.ndarray, g: np.ndarray, Ax: np.ndarray, lower: np.ndarray, upper: np.ndarray
     ) -> None:
-        """New values: ``Px`` / ``Ax`` in the CSC data order of the matrices given to :meth:`setup`. ``lower``
-        and ``upper`` are the caller's copies: the solver may change them in place."""
+        """New values: ``Px`` / ``Ax`` in the CSC data order of the matrices given to :meth:`setup`. The
+        solver may change ``lower`` and ``upper`` in place (e.g. clip a free side to its own infinity)."""
 
     @abc.abstractmethod
     def solve(self) -> QpResult:
