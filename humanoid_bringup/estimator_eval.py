@@ -141,7 +141,6 @@ def run_graph(
     from geometry_msgs.msg import Twist, WrenchStamped
     from nav_msgs.msg import Odometry
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
@@ -150,13 +149,12 @@ def run_graph(
     total = sum(d for _, d, _ in script)
     out_dir.mkdir(parents=True, exist_ok=True)
     isolated_ros_env(out_dir / "ros_logs")
-    probe = GraphProbe(subscribe_description=False, name="estimator_eval")
     lock = threading.Lock()
     odom: dict[float, tuple[Any, ...]] = {}
     est_fz: dict[str, dict[float, float]] = {"left": {}, "right": {}}
     state: dict[str, Any] = {"t0": None, "runner": [], "last": 0.0, "diag": {}, "diag_series": []}
-    qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-    cmd_pub = probe.node.create_publisher(Twist, "/cmd_vel", 10)
+    qos = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+    pubs: dict[str, Any] = {}
 
     def key(m: Any) -> float:
         return round(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, 4)
@@ -178,7 +176,7 @@ def run_graph(
             tw.linear.x, tw.linear.y, tw.angular.z = (
                 command_at(script, t - t0) if t0 is not None else (0, 0, 0)
             )
-            cmd_pub.publish(tw)
+            pubs["cmd"].publish(tw)
 
     def on_diag(m: Any) -> None:
         for st in m.status:
@@ -188,28 +186,37 @@ def run_graph(
                     state["diag"] = values
                     state["diag_series"].append((key(m), sum(_slip_ticks(values))))
 
-    probe.node.create_subscription(Odometry, "/odom", on_odom, qos)
-    probe.node.create_subscription(JointState, "/joint_states", on_joints, qos)
-    probe.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 100)
     latched = QoSProfile(
         depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
     )
-    probe.node.create_subscription(
-        String, "/policy_runner/state", lambda m: state["runner"].append(m.data), latched
+
+    def setup(node: Any) -> None:
+        # served before the probe's /joint_states: the script starts at the same tick in every run
+        node.create_subscription(
+            String, "/policy_runner/state", lambda m: state["runner"].append(m.data), latched
+        )
+        node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 100)
+        pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
+
+    probe = GraphProbe(
+        subscribe_description=False, name="estimator_eval", lockstep_peer=True, on_tick=on_joints, setup=setup
     )
+    # per tick: the probe acknowledges a tick (and run_until holds it) only once these have it too
+    probe.subscribe(Odometry, "/odom", on_odom, qos, per_tick=True)
     for side in ("left", "right"):
-        probe.node.create_subscription(
+        probe.subscribe(
             WrenchStamped,
             f"/contacts/{side}",
             lambda m, s=side: est_fz[s].__setitem__(key(m), m.wrench.force.z),
             qos,
+            per_tick=True,
         )
     args = {
         "controller": "policy",
         "policy": policy,
         "estimator": "true",
         "clock": "lockstep",
-        "wait_for_subscribers": "3",
+        "start_paused": "true",
         "sim_duration_s": f"{total + 60.0:.1f}",
     }
     args.update(launch_args)
@@ -217,18 +224,19 @@ def run_graph(
     fell = False
     try:
         graph.start()
+        probe.start_graph(peers=("policy_runner", "state_estimator"), running=graph.running)
         deadline = time.monotonic() + 60 * total + 120
         while graph.running() and time.monotonic() < deadline:
             with lock:
-                t0, last = state["t0"], state["last"]
-            if t0 is not None and last - t0 >= total:
+                t0 = state["t0"]
+            if t0 is not None:
                 break
-            with probe.lock:
-                if probe.data.truth_pos and probe.data.truth_pos[-1][2] < 0.45:
-                    fell = True
-                    break
             time.sleep(0.05)
-        time.sleep(0.2)  # the last /odom and diagnostics
+        if state["t0"] is not None:
+            # the whole script, held at its end: every /odom, contact and diagnostics message of it is in
+            probe.run_until(state["t0"] + total + 0.01, timeout=60 * total + 120)
+            with probe.lock:
+                fell = bool(probe.data.truth_pos) and min(p[2] for p in probe.data.truth_pos) < 0.45
     finally:
         graph.stop()
         probe.close()

@@ -181,7 +181,6 @@ def run_locomotion(
     """Run the command script through the ROS graph; the result dictionary (see module docstring)."""
     from geometry_msgs.msg import Twist
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
     from humanoid_control.robot_config import load_robot_config
@@ -197,20 +196,17 @@ def run_locomotion(
         "controller": "policy",
         "policy": policy,
         "clock": clock,
-        "wait_for_subscribers": "2",  # the policy runner and this evaluator
+        "start_paused": "true",  # this evaluator connects, then starts simulated time
         "sim_duration_s": f"{total + 60.0:.1f}",
     }
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
-    probe = GraphProbe(
-        subscribe_description=False,
-        name="locomotion_eval",
-        contacts=False,
-        reliable_streams=clock == "lockstep",
-    )
     lock = threading.Lock()
     state: dict[str, Any] = {"runner": [], "t0": None, "last_t": None}
-    cmd_pub = probe.node.create_publisher(Twist, "/cmd_vel", 10)
+    latched = QoSProfile(
+        depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+    )
+    pubs: dict[str, Any] = {}
 
     def on_runner_state(msg: Any) -> None:
         with lock:
@@ -230,26 +226,30 @@ def run_locomotion(
         cmd = command_at(script, t - t0) if t0 is not None else (0.0, 0.0, 0.0)
         tw = Twist()
         tw.linear.x, tw.linear.y, tw.angular.z = cmd
-        cmd_pub.publish(tw)
+        pubs["cmd"].publish(tw)
 
-    latched = QoSProfile(
-        depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-    )
-    probe.node.create_subscription(String, "/policy_runner/state", on_runner_state, latched)
-    probe.node.create_subscription(
-        JointState,
-        "/joint_states",
-        on_joint_state,
-        QoSProfile(
-            depth=10,
-            reliability=ReliabilityPolicy.RELIABLE if clock == "lockstep" else ReliabilityPolicy.BEST_EFFORT,
-        ),
+    def setup(node: Any) -> None:
+        # before the probe's /joint_states: the runner's "run" (published while it processed tick k) is taken
+        # before tick k+1, so the script starts at the same tick in every lockstep run
+        node.create_subscription(String, "/policy_runner/state", on_runner_state, latched)
+        pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
+
+    lockstep = clock == "lockstep"
+    probe = GraphProbe(
+        subscribe_description=False,
+        name="locomotion_eval",
+        contacts=False,
+        reliable_streams=lockstep,
+        lockstep_peer=lockstep,
+        on_tick=on_joint_state,
+        setup=setup,
     )
     fell = False
     fall_reason = ""
     started_ok = False
     try:
         graph.start()
+        probe.start_graph(peers=("policy_runner",) if lockstep else (), running=graph.running)
         deadline = time.monotonic() + 120.0
         while time.monotonic() < deadline and graph.running():
             with lock:

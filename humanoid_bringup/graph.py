@@ -9,6 +9,8 @@ spun in a background thread, that records the driver's topics and can act as a c
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import random
 import signal
@@ -136,6 +138,18 @@ class GraphProbe:
         contacts: also record ``/sim/contacts/{left,right}``.
         reliable_streams: read the 500 Hz streams reliably (lockstep); ``False`` reads them best-effort, so a
             pause of this observer (say a garbage collection) cannot hold back the publisher (realtime).
+        lockstep_peer: take part in the driver's lockstep (``/lockstep/ack``): the driver does not advance
+        past a
+            tick until every per-tick subscription of this probe has seen it and :attr:`on_tick` ran, and
+            :meth:`run_until` holds the simulation at a chosen tick (for service calls at exact ticks).
+        on_tick: called with each ``/joint_states`` message before the tick is acknowledged (e.g. to publish
+            the ``/cmd_vel`` of a command script for that tick).
+        setup: called with the node before the probe subscribes to anything: subscriptions made there are
+            served first when several messages wait (e.g. a node's latched state published before the next
+            tick's ``/joint_states``, so ``on_tick`` sees it at the same tick in every run).
+
+    Readiness: :meth:`start_graph` checks that every subscription is matched to its publisher and that the
+    expected lockstep peers have joined, then unpauses a driver launched with ``start_paused:=true``.
     """
 
     def __init__(
@@ -145,6 +159,9 @@ class GraphProbe:
         name: str = "graph_probe",
         contacts: bool = True,
         reliable_streams: bool = True,
+        lockstep_peer: bool = False,
+        on_tick: Callable[[Any], None] | None = None,
+        setup: Callable[[Any], None] | None = None,
     ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -161,18 +178,35 @@ class GraphProbe:
         self.data = Recorded()
         self.lock = threading.Lock()
         self.controller = controller
+        self.on_tick = on_tick
+        self.lockstep_peer = lockstep_peer
+        self.name = self.node.get_name()
+        self._tick_cond = threading.Condition(self.lock)
+        self._per_tick: dict[str, float] = {}  # per-tick subscription -> latest stamp seen (s)
+        self._acked_t = -math.inf
+        self._grant_t = (
+            math.inf
+        )  # ticks stamped before this are acknowledged at once; the first at/after is held
+        self._held: Any = None  # stamp message of the held tick
+        self._held_t = -math.inf
+        self.peer_acks: dict[str, float] = {}
+        self.lockstep_status: dict[str, Any] = {}
+        self._ack_pub: Any = None
         reliable = QoSProfile(
-            depth=100,
+            depth=2000,
             reliability=ReliabilityPolicy.RELIABLE if reliable_streams else ReliabilityPolicy.BEST_EFFORT,
         )
         self.latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
+        if setup is not None:
+            setup(self.node)
         self.cmd_pub = self.node.create_publisher(
             JointState, "/joint_commands", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         )
-        self.node.create_subscription(Odometry, "/sim/ground_truth", self._on_truth, reliable)
-        self.node.create_subscription(JointState, "/joint_states", self._on_joints, reliable)
+        self.reliable = reliable
+        self.subscribe(Odometry, "/sim/ground_truth", self._on_truth, reliable, per_tick=True)
+        self.subscribe(JointState, "/joint_states", self._on_joints, reliable, per_tick=True)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
         self.node.create_subscription(
             String,
@@ -184,8 +218,12 @@ class GraphProbe:
         )
         for side in ("left", "right") if contacts else ():
             self.data.contact_fz[side] = []
-            self.node.create_subscription(
-                WrenchStamped, f"/sim/contacts/{side}", lambda m, s=side: self._on_contact(s, m), reliable
+            self.subscribe(
+                WrenchStamped,
+                f"/sim/contacts/{side}",
+                lambda m, s=side: self._on_contact(s, m),
+                reliable,
+                per_tick=True,
             )
         if subscribe_description:
             self.subscribe_description()
@@ -199,6 +237,161 @@ class GraphProbe:
         from std_msgs.msg import String
 
         self.node.create_subscription(String, "/robot_description", self._on_description, self.latched)
+
+    # ------------------------------------------------------------------ lockstep
+    def subscribe(
+        self, msg_type: Any, topic: str, callback: Callable[[Any], None], qos: Any, per_tick: bool = False
+    ) -> Any:
+        """Create a subscription on the probe's node. ``per_tick``: the topic carries one message per driver
+        tick (stamped with it); as a lockstep peer the probe acknowledges a tick only once every per-tick
+        subscription has seen it."""
+        if not per_tick:
+            return self.node.create_subscription(msg_type, topic, callback, qos)
+        self._per_tick[topic] = -math.inf
+
+        def wrapped(msg: Any, topic: str = topic) -> None:
+            callback(msg)
+            self._tick_seen(topic, msg.header.stamp)
+
+        return self.node.create_subscription(msg_type, topic, wrapped, qos)
+
+    def _tick_seen(self, topic: str, stamp: Any) -> None:
+        if not self.lockstep_peer:
+            return
+        t = stamp.sec + 1e-9 * stamp.nanosec
+        with self._tick_cond:
+            self._per_tick[topic] = max(self._per_tick[topic], t)
+            done = min(self._per_tick.values())
+            if done <= self._acked_t + 1e-7 or self._held is not None or self._ack_pub is None:
+                return
+            if done >= self._grant_t - 1e-7:
+                self._held, self._held_t = stamp, done
+                self._tick_cond.notify_all()
+                return
+            self._acked_t = done
+        self._ack(stamp)
+
+    def _ack(self, stamp: Any) -> None:
+        from std_msgs.msg import Header
+
+        self._ack_pub.publish(Header(stamp=stamp, frame_id=self.name))
+
+    def _on_peer_ack(self, msg: Any) -> None:
+        t = msg.stamp.sec + 1e-9 * msg.stamp.nanosec
+        with self._tick_cond:
+            if msg.frame_id in self.peer_acks or not msg.frame_id.startswith(("join ", "leave ")):
+                self.peer_acks[msg.frame_id] = max(self.peer_acks.get(msg.frame_id, -math.inf), t)
+            self._tick_cond.notify_all()
+
+    def _on_lockstep_status(self, msg: Any) -> None:
+        with self._tick_cond:
+            self.lockstep_status = json.loads(msg.data)
+            self._tick_cond.notify_all()
+
+    def start_graph(
+        self, peers: tuple[str, ...] = (), timeout: float = 120.0, running: Callable[[], bool] | None = None
+    ) -> None:
+        """Readiness, then go: every subscription of the probe matched to a publisher, the driver paused with
+        the expected lockstep ``peers`` (node names; this probe too when it is a peer) joined, then
+        ``/robot_driver/set_pause`` false. For graphs launched with ``start_paused:=true``."""
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Header, String
+
+        from humanoid_control.lockstep import ACK_TOPIC, JOIN
+
+        # created last: a peer's ack is taken after the outputs it published before it (callback order)
+        self.node.create_subscription(
+            String,
+            "/robot_driver/lockstep",
+            self._on_lockstep_status,
+            QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
+        self.node.create_subscription(
+            Header,
+            ACK_TOPIC,
+            self._on_peer_ack,
+            QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        end = time.monotonic() + timeout
+        alive = running or (lambda: True)
+
+        def wait(what: str, cond: Callable[[], bool]) -> None:
+            while not cond():
+                if time.monotonic() > end or not alive():
+                    raise TimeoutError(f"graph not ready: {what}")
+                time.sleep(0.01)
+
+        def unmatched() -> list[str]:
+            out = []
+            for sub in list(self.node.subscriptions):
+                count = getattr(sub, "get_publisher_count", None)
+                n = count() if count is not None else self.node.count_publishers(sub.topic_name)
+                if n < 1 and sub.topic_name not in ("/lockstep/ack",):
+                    out.append(sub.topic_name)
+            return out
+
+        wait(f"subscriptions without a publisher: {unmatched()}", lambda: not unmatched())
+        if self.lockstep_peer:
+            self._ack_pub = self.node.create_publisher(
+                Header, ACK_TOPIC, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+            )
+            wait("the driver's /lockstep/ack reader", lambda: self._ack_pub.get_subscription_count() > 0)
+            self._ack_pub.publish(Header(frame_id=JOIN + self.name))
+        expected = set(peers) | ({self.name} if self.lockstep_peer else set())
+
+        def joined() -> bool:
+            with self.lock:
+                st = self.lockstep_status
+            return bool(st) and expected <= set(st.get("peers", []))
+
+        wait(f"lockstep peers {sorted(expected)} (driver: {self.lockstep_status})", joined)
+        ok, msg = self.call_set_pause(False)
+        if not ok:
+            raise RuntimeError(f"unpause refused: {msg}")
+
+    def call_set_pause(self, paused: bool, timeout: float = 10.0) -> tuple[bool, str]:
+        """``/robot_driver/set_pause``; (success, message)."""
+        from std_srvs.srv import SetBool
+
+        return self._call(SetBool, "/robot_driver/set_pause", SetBool.Request(data=paused), timeout)
+
+    def run_until(self, t: float, timeout: float = 120.0) -> float:
+        """Lockstep peer: let simulated time run to the first tick stamped >= ``t`` (s) and hold it there
+        (not acknowledged) once every other peer has acknowledged it; returns its stamp. Service calls made
+        while held take effect from the next tick, the same tick in every run."""
+        assert self.lockstep_peer, "run_until needs lockstep_peer=True"
+        with self._tick_cond:
+            self._grant_t = t
+            held = self._held
+            if held is not None and self._held_t < t - 1e-7:
+                self._held = None
+                self._acked_t = self._held_t
+            else:
+                held = None
+        if held is not None:
+            self._ack(held)
+        end = time.monotonic() + timeout
+        with self._tick_cond:
+            while True:
+                if self._held is not None:
+                    others = [p for p in self.lockstep_status.get("peers", []) if p != self.name]
+                    if all(self.peer_acks.get(p, -math.inf) >= self._held_t - 1e-7 for p in others):
+                        return self._held_t
+                if time.monotonic() > end:
+                    raise TimeoutError(f"simulated time did not reach {t:.3f} s (at {self._acked_t:.3f} s)")
+                self._tick_cond.wait(0.05)
+
+    def release(self) -> None:
+        """Stop holding: acknowledge the held tick and every later one at once."""
+        with self._tick_cond:
+            self._grant_t = math.inf
+            held, self._held = self._held, None
+            if held is not None:
+                self._acked_t = self._held_t
+        if held is not None:
+            self._ack(held)
 
     def _spin(self) -> None:
         with contextlib.suppress(Exception):
@@ -229,6 +422,8 @@ class GraphProbe:
             cmd = self.controller(msg)
             if cmd is not None:
                 self.cmd_pub.publish(cmd)
+        if self.on_tick is not None:
+            self.on_tick(msg)
 
     def _on_contact(self, side: str, msg: Any) -> None:
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
@@ -280,10 +475,13 @@ class GraphProbe:
         """Call a ``std_srvs/Trigger`` service; (success, message)."""
         from std_srvs.srv import Trigger
 
-        client = self.node.create_client(Trigger, service)
+        return self._call(Trigger, service, Trigger.Request(), timeout)
+
+    def _call(self, srv_type: Any, service: str, request: Any, timeout: float) -> tuple[bool, str]:
+        client = self.node.create_client(srv_type, service)
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"service {service} not available")
-        future = client.call_async(Trigger.Request())
+        future = client.call_async(request)
         end = time.monotonic() + timeout
         while not future.done() and time.monotonic() < end:
             time.sleep(0.01)

@@ -104,7 +104,6 @@ class WbcGraph:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         isolated_ros_env(out_dir / "ros_logs")
-        self.probe = GraphProbe(subscribe_description=False, name="wbc_eval", contacts=False)
         self.lock = threading.Lock()
         self.joints: dict[float, tuple[np.ndarray, np.ndarray]] = {}
         self.odom: dict[float, tuple[Any, ...]] = {}
@@ -117,18 +116,25 @@ class WbcGraph:
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
-        node = self.probe.node
-        node.create_subscription(JointState, "/joint_states", self._on_joints, qos)
-        node.create_subscription(Odometry, "/odom", self._on_odom, qos)
-        node.create_subscription(String, "/wbc_controller/state", self._on_wbc_state, latched)
         from geometry_msgs.msg import WrenchStamped
 
-        node.create_subscription(WrenchStamped, "/sim/push", self._on_push, 10)
+        def setup(node: Any) -> None:  # served before the per-tick streams (see GraphProbe's setup)
+            node.create_subscription(WrenchStamped, "/sim/push", self._on_push, 10)
+            node.create_subscription(String, "/wbc_controller/state", self._on_wbc_state, latched)
+
+        # a lockstep peer: every decision of the evaluation (respawn, estimator reset, push, end of a trial)
+        # is
+        # taken while the simulation is held at a tick chosen from simulated time, so runs repeat exactly
+        self.probe = GraphProbe(
+            subscribe_description=False, name="wbc_eval", contacts=False, lockstep_peer=True, setup=setup
+        )
+        self.probe.subscribe(JointState, "/joint_states", self._on_joints, qos, per_tick=True)
+        self.probe.subscribe(Odometry, "/odom", self._on_odom, qos, per_tick=True)
         args = {
             "robot": robot,
             "controller": "wbc_stand",
             "clock": "lockstep",
-            "wait_for_subscribers": "3",  # estimator, WBC, this observer
+            "start_paused": "true",
             "sim_duration_s": f"{sim_duration_s:.1f}",
         }
         self.graph = LaunchedGraph(args, out_dir / "graph.log")
@@ -214,7 +220,9 @@ class WbcGraph:
             except TimeoutError:
                 if time.monotonic() > deadline or not self.graph.running():
                     raise
-        if not self.probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", timeout):
+        self.probe.start_graph(peers=("state_estimator", "wbc_controller"), running=self.graph.running)
+        self.probe.run_until(0.0)
+        if not self.run_while(lambda: not self.modes() or self.modes()[-1] != "active", 10.0):
             raise RuntimeError(
                 f"the WBC never took over (modes {self.probe.data.modes}); see {self.graph.log_path}"
             )
@@ -226,10 +234,31 @@ class WbcGraph:
     def running(self) -> bool:
         return self.graph.running()
 
-    def wait_sim(self, t: float, timeout: float = 120.0) -> None:
-        """Wait until the driver's clock reached ``t`` (s)."""
-        if not self.probe.wait_for(lambda d: bool(d.joint_t) and d.joint_t[-1] >= t - 1e-9, timeout, 0.005):
-            raise RuntimeError(f"simulated time did not reach {t:.3f} s; see {self.graph.log_path}")
+    def modes(self) -> list[str]:
+        """Driver modes seen so far."""
+        with self.probe.lock:
+            return list(self.probe.data.modes)
+
+    def now(self) -> float:
+        """Simulated time of the held tick (s)."""
+        return self.probe.sim_time()
+
+    def run_to(self, t: float) -> float:
+        """Run simulated time to ``t`` (s) and hold it there (services called now act from the next tick)."""
+        if not self.graph.running():
+            raise RuntimeError(f"the graph stopped; see {self.graph.log_path}")
+        return self.probe.run_until(t)
+
+    def run_while(self, condition: Any, max_s: float, step_s: float = 0.01) -> bool:
+        """Run in ``step_s`` steps of simulated time while ``condition()`` holds, at most ``max_s``; True if
+        it
+        stopped holding. Checked at held ticks only, so the stop lands on the same tick in every run."""
+        end = self.now() + max_s
+        while condition():
+            if self.now() >= end - 1e-9:
+                return False
+            self.run_to(self.now() + step_s)
+        return True
 
     def set_push(self, force: tuple[float, float, float], duration: float) -> None:
         """Set the driver's ``push_force`` / ``push_duration_s`` (one atomic parameter call)."""
@@ -269,38 +298,30 @@ class WbcGraph:
         ``respawn_retries``) if the driver left its settle ramp before the estimator was reset, or if the WBC
         faulted before it took over."""
         for _ in range(attempts):
-            n_modes = len(self.probe.data.modes)
-            ok, msg = self.probe.call_trigger("/robot_driver/respawn")
+            n_modes = len(self.modes())
+            ok, msg = self.probe.call_trigger("/robot_driver/respawn")  # at the next tick
             if not ok:
                 raise RuntimeError(f"respawn refused: {msg}")
-            if not self.probe.wait_for(
-                lambda d, n=n_modes: len(d.modes) > n and "ramp" in d.modes[n:], timeout, 0.002
-            ):
+            t1 = self.now()
+            # the estimator has processed every tick up to the held one (a lockstep peer): reset it a few
+            # ticks
+            # into the settle ramp, so everything it processes after the reset is from the respawned robot
+            self.run_to(t1 + 0.02)
+            if "ramp" not in self.modes()[n_modes:]:
                 raise RuntimeError("the driver did not ramp after the respawn")
-            n_ramp = len(self.probe.data.modes)
-            # the estimator may lag behind a driver that ran free (no controller streaming, e.g. after a
-            # fault): reset it only once it has published /odom for a tick after the respawn - it reads its
-            # input in order, so everything it processes after the reset is from the respawned robot
-            t1 = self.probe.sim_time()
-            self.wait_sim(t1 + 0.02)
-            if not self.probe.wait_for(lambda _d, t=t1: self.last_odom_t >= t + 0.02 - 1e-9, timeout, 0.002):
-                raise RuntimeError("the estimator did not catch up after the respawn")
+            n_ramp = len(self.modes())
             ok, msg = self.probe.call_trigger("/state_estimator/reset")
             if not ok:
                 raise RuntimeError(f"estimator reset refused: {msg}")
-            if len(self.probe.data.modes) > n_ramp:  # the settle ramp ended before the reset: again
-                self.respawn_retries += 1
-                continue
-            if not self.probe.wait_for(
-                lambda d, n=n_ramp: len(d.modes) > n and d.modes[-1] in ("active", "damping"), timeout, 0.005
+            if not self.run_while(
+                lambda n=n_ramp: not (len(self.modes()) > n and self.modes()[-1] in ("active", "damping")),
+                timeout,
             ):
-                raise RuntimeError(
-                    f"the WBC did not take over after the respawn (modes {self.probe.data.modes[-5:]})"
-                )
-            if self.probe.data.modes[-1] == "damping":  # the WBC faulted before any push: respawn again
+                raise RuntimeError(f"the WBC did not take over after the respawn (modes {self.modes()[-5:]})")
+            if self.modes()[-1] == "damping":  # the WBC faulted before any push: respawn again
                 self.respawn_retries += 1
                 continue
-            return self.probe.sim_time()
+            return self.now()
         raise RuntimeError(
             f"no trial could start after {attempts} respawns (the estimator reset after the settle ramp, or "
             "the WBC faulted before it took over)"
@@ -327,14 +348,15 @@ def run_trial(g: WbcGraph, kin: Kinematics, direction: str, impulse: float, conf
     g.forget_before(t_active - 0.5)
     force = push_force(direction, impulse, PUSH_DURATION_S)
     g.set_push(force, PUSH_DURATION_S)
-    g.wait_sim(t_active + SETTLE_S)
+    g.run_to(t_active + SETTLE_S)
     n_events = len(g.push_events)
     with g.lock:
         n_states = len(g.wbc_states)
     ok, msg = g.probe.call_trigger("/robot_driver/push")
     if not ok:
         raise RuntimeError(f"push refused: {msg}")
-    if not g.probe.wait_for(lambda _d: len(g.push_events) > n_events, 30.0, 0.002):
+    g.run_to(g.now() + 0.004)
+    if len(g.push_events) <= n_events:
         raise RuntimeError("the driver never reported the push")
     push_t = g.push_events[n_events][0]
     end_t = push_t + PUSH_DURATION_S + OBSERVE_S
@@ -369,9 +391,7 @@ def run_trial(g: WbcGraph, kin: Kinematics, direction: str, impulse: float, conf
                 reason = reason or "WBC fault"
         if reason or t_now >= end_t:
             break
-        if not g.running():
-            raise RuntimeError(f"the graph stopped; see {g.graph.log_path}")
-        time.sleep(0.01)
+        g.run_to(t_now + 0.01)  # the next check at a held tick: the same ticks in every run
     truth = g.truth_since(push_t - 0.3)
     with g.lock:
         joints = dict(g.joints)
@@ -540,19 +560,19 @@ def run_stand_eval(
     fell = False
     try:
         g.start()
-        t0 = g.probe.sim_time()
+        t0 = g.now()
         log(f"WBC active at t = {t0:.3f} s; standing {seconds:g} s")
         while True:
-            t = g.probe.sim_time()
+            t = g.now()
             with g.probe.lock:
                 z = g.probe.data.truth_pos[-1][2] if g.probe.data.truth_pos else 1.0
                 modes = list(g.probe.data.modes)
             if z < config.simulation.fall_height or modes[-1] == "damping":
                 fell = True
                 break
-            if t >= t0 + seconds or not g.running():
+            if t >= t0 + seconds - 1e-9:
                 break
-            time.sleep(0.05)
+            g.run_to(min(t + 0.5, t0 + seconds))
         sim_wall = time.monotonic() - wall0
         diag = g.probe.last_diagnostics()
         truth = g.truth_since(t0)

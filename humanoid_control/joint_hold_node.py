@@ -11,6 +11,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from humanoid_control.lockstep import LockstepPeer
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, run_node
 
@@ -28,10 +29,19 @@ class JointHoldNode(Node):
             name=self.config.joint_names, position=self.config.array("default").tolist()
         )
         self.create_subscription(JointState, "/joint_states", self._on_state, qos)
+        lockstep = declare(
+            self, "lockstep", False, "lockstep peer of the driver (/lockstep/ack)", read_only=True
+        )
+        self.peer = LockstepPeer(self, lockstep)
 
     def _on_state(self, msg: JointState) -> None:
         self.command.header.stamp = msg.header.stamp
         self.pub.publish(self.command)
+        self.peer.ack(msg.header.stamp)
+
+    def close(self) -> None:
+        """Leave the driver's lockstep."""
+        self.peer.leave()
 
 
 def main(args: list[str] | None = None) -> int:

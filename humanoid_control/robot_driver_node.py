@@ -38,8 +38,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_msgs.msg import Header, String
+from std_srvs.srv import SetBool, Trigger
 
 from humanoid_control.driver_core import (
     CommandError,
@@ -52,6 +52,7 @@ from humanoid_control.driver_core import (
 from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
+from humanoid_control.lockstep import ACK_TOPIC, PeerTable
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
 from humanoid_control.robot_model import FrictionPatch
@@ -77,10 +78,28 @@ class RobotDriverNode(Node):
         self.lockstep_timeout = declare(
             self,
             "lockstep_timeout_s",
-            0.1,
-            "lockstep: wall-clock wait for the tick's command (s)",
+            1.0,
+            "lockstep: wall-clock wait for the tick's command (s); after one timeout the driver stops "
+            "waiting "
+            "for that controller until its next command",
             0.001,
             10.0,
+        )
+        self.peer_timeout = declare(
+            self,
+            "lockstep_peer_timeout_s",
+            5.0,
+            "lockstep: wall-clock wait for each peer's /lockstep/ack of a tick (s); a peer that misses it is "
+            "dropped",
+            0.01,
+            120.0,
+        )
+        self.paused = declare(
+            self,
+            "start_paused",
+            False,
+            "start with simulated time paused at 0; ~/set_pause (std_srvs/SetBool, data=false) starts it",
+            read_only=True,
         )
         activation = declare(
             self,
@@ -249,6 +268,8 @@ class RobotDriverNode(Node):
         self.last_seen_command_tick = -(10**9)
         self.stats = LoopStats(rate)
         self.lockstep_timeouts = 0
+        self.peers = PeerTable()
+        self._command_stalled = False  # a lockstep wait for the controller timed out: not waited for again
         self._running = True
         self._last_mode = None
         self.realtime_commands_late = 0
@@ -289,6 +310,19 @@ class RobotDriverNode(Node):
         self.create_service(Trigger, "~/estop", self._on_estop)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(Trigger, "~/hold", self._on_hold)
+        self.create_service(SetBool, "~/set_pause", self._on_set_pause)
+        self.pub_lockstep = self.create_publisher(
+            String,
+            "~/lockstep",
+            QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
+        if self.clock_mode == "lockstep":
+            self.create_subscription(
+                Header, ACK_TOPIC, self._on_ack, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+            )
+        self._publish_lockstep()
 
         self._joint_msg = JointState(name=self.config.joint_names)
         self._imu_msg = Imu()
@@ -370,7 +404,44 @@ class RobotDriverNode(Node):
             self.core.submit(command)  # ignored (but still pacing lockstep) during ramp and damping
             self.latest_command_stamp = max(self.latest_command_stamp, stamp)
             self.last_seen_command_tick = self.core.tick
+            self._command_stalled = False
             self.command_arrived.notify_all()
+
+    def _on_ack(self, msg: Header) -> None:
+        with self.command_arrived:
+            event = self.peers.handle(msg.frame_id, from_time_msg(msg.stamp))
+            self.command_arrived.notify_all()
+        if event is not None:
+            self.get_logger().info(f"lockstep peer {msg.frame_id.split()[-1]}: {event}")
+            self._publish_lockstep()
+
+    def _on_set_pause(self, req: Any, resp: Any) -> Any:
+        with self.command_arrived:
+            changed = self.paused != bool(req.data)
+            self.paused = bool(req.data)
+            self.command_arrived.notify_all()
+        verb = "paused" if self.paused else "running"
+        resp.success = True
+        resp.message = f"{verb} at simulated time {self.backend_time():.3f} s" + (
+            "" if changed else " (no change)"
+        )
+        self.get_logger().info(f"set_pause: {resp.message}")
+        self._publish_lockstep()
+        return resp
+
+    def _publish_lockstep(self) -> None:
+        """Latched ``~/lockstep``: JSON with ``paused``, ``time`` (s), ``peers``, ``dropped``."""
+        import json
+
+        with self.lock:
+            data = {
+                "paused": bool(self.paused),
+                "clock": self.clock_mode,
+                "time": round(self.backend_time(), 6),
+                "peers": self.peers.names,
+                "dropped": list(self.peers.dropped),
+            }
+        self.pub_lockstep.publish(String(data=json.dumps(data)))
 
     def _on_estop(self, _req: Any, resp: Any) -> Any:
         with self.command_arrived:
@@ -485,6 +556,12 @@ class RobotDriverNode(Node):
         next_deadline = time.perf_counter()
         last_diag = 0.0
         while self._running and rclpy.ok(context=self.context):
+            if self.paused:
+                with self.command_arrived:
+                    while self.paused and self._running and rclpy.ok(context=self.context):
+                        self.command_arrived.wait(0.05)
+                next_deadline = time.perf_counter()
+                continue
             if realtime:
                 lateness = _sleep_until(next_deadline, self.spin_margin)
                 tick_start = time.perf_counter()
@@ -521,13 +598,37 @@ class RobotDriverNode(Node):
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
                             self.lockstep_timeouts += 1
+                            self._command_stalled = True
+                            self.get_logger().warning(
+                                f"lockstep: no command for t = {state.stamp:.3f} s within "
+                                f"{self.lockstep_timeout:g} s; not waiting for the controller until its next "
+                                "command"
+                            )
                             break
                         self.command_arrived.wait(remaining)
+                # lockstep: every peer acknowledges the tick (its outputs for it are published) before time
+                # moves
+                dropped: list[str] = []
+                if not realtime and self.peers.acked:
+                    deadline = time.perf_counter() + self.peer_timeout
+                    while missing := self.peers.missing(state.stamp):
+                        remaining = deadline - time.perf_counter()
+                        if remaining <= 0 or not self._running:
+                            self.peers.drop(missing)
+                            dropped = missing
+                            break
+                        self.command_arrived.wait(min(remaining, 0.05))
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
                 mode, reason = self.core.mode, self.core.mode_reason
                 push, self._pending_push = self._pending_push, None
                 if push is not None:
                     self.backend.push(push)  # type: ignore[attr-defined]
+            if dropped:
+                self.get_logger().error(
+                    f"lockstep: peers {dropped} did not acknowledge t = {state.stamp:.3f} s within "
+                    f"{self.peer_timeout:g} s: dropped (the run is no longer reproducible)"
+                )
+                self._publish_lockstep()
             self.backend.write(command)
             if push is not None:
                 self._publish_push(push.force, state.stamp)
@@ -559,7 +660,10 @@ class RobotDriverNode(Node):
                         next_deadline = done
 
     def _controller_streaming(self) -> bool:
-        """A command was seen within the last ``watchdog_ticks`` ticks (call with the lock held)."""
+        """A command was seen within the last ``watchdog_ticks`` ticks and the last wait for one did not time
+        out (call with the lock held)."""
+        if self._command_stalled:
+            return False
         return self.core.tick - self.last_seen_command_tick <= self.settings.watchdog_ticks
 
     def backend_time(self) -> float:
@@ -648,6 +752,9 @@ class RobotDriverNode(Node):
                 "estops": c.estops,
                 "faults": c.faults,
                 "lockstep_timeouts": self.lockstep_timeouts,
+                "lockstep_peers": " ".join(self.peers.names),
+                "lockstep_peer_timeouts": self.peers.timeouts,
+                "paused": self.paused,
                 "pushes": self.pushes,
                 "respawns": self.respawns,
                 "realtime_commands_late": self.realtime_commands_late,

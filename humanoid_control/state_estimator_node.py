@@ -33,6 +33,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
+from humanoid_control.lockstep import LockstepPeer
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_control.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
@@ -82,6 +83,15 @@ class StateEstimatorNode(Node):
             ),
             ground_height=flat if flat > 0 else None,
         )
+        lockstep = declare(
+            self,
+            "lockstep",
+            False,
+            "lockstep peer of the driver: each tick (IMU sample and joint state of one stamp, in that "
+            "order) is "
+            "acknowledged on /lockstep/ack once its /odom is out",
+            read_only=True,
+        )
         self.config = load_robot_config(robot)
         self.noise = noise
         self.resets = 0
@@ -120,6 +130,7 @@ class StateEstimatorNode(Node):
         self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
         self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        self.peer = LockstepPeer(self, lockstep)
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:
         self.est = StateEstimator(self.config, self.noise)
@@ -136,35 +147,46 @@ class StateEstimatorNode(Node):
         g, a, o = msg.angular_velocity, msg.linear_acceleration, msg.orientation
         gyro, accel = np.array([g.x, g.y, g.z]), np.array([a.x, a.y, a.z])
         quat = np.array([o.w, o.x, o.y, o.z])
+        t = from_time_msg(msg.header.stamp)
         if not (np.all(np.isfinite(gyro)) and np.all(np.isfinite(accel))):
             self.imu_dropped += 1
             self.get_logger().warning(
                 "dropped an IMU sample with non-finite values", throttle_duration_sec=1.0
             )
+            if self._pending is not None and self._pending[0] <= t + 1e-9 and self._imu_t is not None:
+                # the joint state of this tick must not wait for an IMU sample that will not come
+                pending, self._pending = self._pending, None
+                self._correct(*pending)
+                self.peer.ack(pending[4])
             return
-        t = from_time_msg(msg.header.stamp)
         if np.all(np.isfinite(quat)) and abs(np.linalg.norm(quat) - 1.0) < 0.1:
             self._imu_quat = quat
         self._gyro = gyro
         self.est.predict(t, gyro, accel)
         self._imu_t = t
         if self._pending is not None and self._pending[0] <= t + 1e-9:
-            self._correct(*self._pending)
-            self._pending = None
+            pending, self._pending = self._pending, None
+            self._correct(*pending)
+            self.peer.ack(pending[4])
         elif self.est.initialized and (self._joints_t is None or t - self._joints_t > self.stale_after):
             # joint states stopped: the IMU alone carries the estimate on, its covariance growing
             self.imu_only_odom += 1
             self._publish(t, msg.header.stamp, self.est.estimate(t, gyro))
 
     def _on_joints(self, msg: JointState) -> None:
+        if self._handle_joints(msg):
+            self.peer.ack(msg.header.stamp)
+
+    def _handle_joints(self, msg: JointState) -> bool:
+        """Use or drop a joint state (True), or keep it until the IMU reaches its stamp (False)."""
         n = len(msg.name)
         if self.joint_order.missing(msg.name):
             self.joints_dropped += 1
             self.get_logger().warning("dropped /joint_states with missing joints", throttle_duration_sec=1.0)
-            return
+            return True
         if len(msg.position) != n or len(msg.effort) != n:
             self.joints_dropped += 1
-            return
+            return True
         q, tau = self.joint_order.take(msg.position), self.joint_order.take(msg.effort)
         dq = self.joint_order.take(msg.velocity) if len(msg.velocity) == n else None
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))) or (
@@ -174,15 +196,14 @@ class StateEstimatorNode(Node):
             self.get_logger().warning(
                 "dropped /joint_states with non-finite values", throttle_duration_sec=1.0
             )
-            return
+            return True
         t = from_time_msg(msg.header.stamp)
-        if not self.est.initialized:
-            if self._imu_t is None:
-                return
-            self.est.initialize(self._imu_t, self._imu_quat, q)
-        if self._imu_t is not None and self._imu_t >= t - 1e-9:
+        if self._imu_t is None:  # no IMU yet: wait for it (the driver sends both every tick)
+            self._pending = (t, q, tau, dq, msg.header.stamp)
+            return False
+        if self._imu_t >= t - 1e-9:
             self._correct(t, q, tau, dq, msg.header.stamp)
-        elif self._imu_t is not None and t - self._imu_t > self.stale_after:
+        elif t - self._imu_t > self.stale_after:
             # the IMU stopped: no propagation, so no correction either; the last estimate goes out with its
             # covariance grown for the time without IMU (unknown acceleration, about 1 m/s^2)
             self.imu_stale_odom += 1
@@ -194,8 +215,12 @@ class StateEstimatorNode(Node):
             self._publish(t, msg.header.stamp, e)
         else:
             self._pending = (t, q, tau, dq, msg.header.stamp)
+            return False
+        return True
 
     def _correct(self, t: float, q: np.ndarray, tau: np.ndarray, dq: np.ndarray | None, stamp: Any) -> None:
+        if not self.est.initialized:  # first joint state with the IMU at its stamp
+            self.est.initialize(self._imu_t, self._imu_quat, q)
         self.est.correct(q, tau, dq, self._gyro)
         self.updates += 1
         self._joints_t = t
@@ -270,6 +295,10 @@ class StateEstimatorNode(Node):
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = stamp
         self.pub_diag.publish(msg)
+
+    def close(self) -> None:
+        """Leave the driver's lockstep."""
+        self.peer.leave()
 
 
 def main(args: list[str] | None = None) -> int:

@@ -44,6 +44,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
+from humanoid_control.lockstep import LockstepPeer
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_control.wbc.balance import BalanceSettings
@@ -147,12 +148,22 @@ class WbcNode(Node):
         self.pending_timeout = declare(
             self,
             "pending_timeout_s",
-            0.5,
+            2.0,
             "wall time a joint state waits for its /odom before it is answered with the latest one (s)",
             0.001,
             10.0,
         )
         self.create_timer(0.01, self._expire_pending, clock=steady)
+        self.lockstep = declare(
+            self,
+            "lockstep",
+            False,
+            "lockstep peer of the driver: every joint state is answered with the /odom of its own stamp "
+            "(waiting "
+            "for it at most pending_timeout_s) and acknowledged on /lockstep/ack once its command is out",
+            read_only=True,
+        )
+        self.peer = LockstepPeer(self, self.lockstep, ready=lambda: self.runner.gains_ready)
         self._publish_state()
         gc.collect()
         gc.freeze()
@@ -226,6 +237,7 @@ class WbcNode(Node):
             self.runner.counters.states_refused += 1
             self.runner.counters.last_refusal = arrays
             self.get_logger().error(f"refused /joint_states: {arrays}", throttle_duration_sec=1.0)
+            self.peer.ack(msg.header.stamp)
             return
         t = from_time_msg(msg.header.stamp)
         if self._pending is not None:  # its /odom never came: answer with the latest one (or refuse)
@@ -235,7 +247,7 @@ class WbcNode(Node):
         odom = self.runner.odom
         if odom is not None and odom.t >= t - 1e-9:
             self._answer(t, arrays[0], arrays[1], msg.header.stamp)
-        elif (
+        elif self.lockstep or (
             self.runner.gains_ready
             and self.driver_mode not in (None, "damping")
             and self.runner.state != WbcState.FAULT
@@ -256,6 +268,12 @@ class WbcNode(Node):
 
     # ------------------------------------------------------------------ per tick
     def _answer(self, t: float, q: np.ndarray, dq: np.ndarray, stamp: Any) -> None:
+        try:
+            self._tick(t, q, dq, stamp)
+        finally:
+            self.peer.ack(stamp)
+
+    def _tick(self, t: float, q: np.ndarray, dq: np.ndarray, stamp: Any) -> None:
         t0 = time.perf_counter()
         cmd = self.runner.update(t, q, dq, self.driver_mode)
         if cmd is not None:
@@ -385,6 +403,10 @@ def _marker_array(ms: MarkerSet, stamp: Any) -> Any:
         mk.color.r, mk.color.g, mk.color.b, mk.color.a = m.rgba
         arr.markers.append(mk)
     return arr
+
+    def close(self) -> None:
+        """Leave the driver's lockstep."""
+        self.peer.leave()
 
 
 def main(args: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
+from humanoid_control.lockstep import LockstepPeer
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_policy.manifest import load_policy
@@ -96,6 +97,23 @@ class PolicyRunnerNode(Node):
             raise ValueError(f"parameter state_reliability: '{state_qos}' is not reliable or best_effort")
         self.estop_on_fault = declare(self, "estop_on_fault", True, "call <driver>/estop on a fault")
         threads = declare(self, "inference_threads", 1, "onnxruntime intra-op threads", 1, 16, read_only=True)
+        self.lockstep = declare(
+            self,
+            "lockstep",
+            False,
+            "lockstep peer of the driver: each joint state waits for the IMU sample of the same stamp, and "
+            "each "
+            "tick is acknowledged on /lockstep/ack once its command is out",
+            read_only=True,
+        )
+        self.sync_timeout = declare(
+            self,
+            "sync_timeout_s",
+            1.0,
+            "lockstep: wall time a joint state waits for its IMU sample before it runs with the latest (s)",
+            0.001,
+            60.0,
+        )
 
         self.robot = load_robot_config(robot)
         self.manifest = load_policy(policy, self.robot)  # every contract check happens here, before moving
@@ -115,6 +133,10 @@ class PolicyRunnerNode(Node):
         self.max_callback_ms = 0.0
         self.joint_order = JointOrder(self.names)
         self._zeros = [0.0] * len(self.names)
+        self._pending_state: JointState | None = None  # lockstep: waiting for the IMU sample of its stamp
+        self._pending_since = 0.0
+        self.sync_timeouts = 0
+        self._last_t = 0.0  # stamp of the last joint state processed (s): the time a /cmd_vel is taken at
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
@@ -150,7 +172,13 @@ class PolicyRunnerNode(Node):
         self._gain_request: Any = None
         from rclpy.clock import Clock, ClockType
 
-        self.create_timer(0.2, self._request_gains, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(0.2, self._request_gains, clock=steady)
+        if self.lockstep:
+            self.create_timer(0.05, self._expire_pending, clock=steady)
+        # joins the driver's lockstep once the driver took the policy's gains: from then on every tick is
+        # the same
+        self.peer = LockstepPeer(self, self.lockstep, ready=lambda: self.runner.gains_ready)
         self._publish_state()
         gc.collect()
         gc.freeze()  # long-lived objects out of the collector's way: shorter pauses in the 500 Hz callbacks
@@ -204,13 +232,28 @@ class PolicyRunnerNode(Node):
             self.get_logger().warning(
                 "dropped an IMU sample with non-finite values", throttle_duration_sec=1.0
             )
+        pending = self._pending_state
+        if pending is not None and from_time_msg(pending.header.stamp) <= sample.t + 1e-7:
+            self._pending_state = None
+            self._process(pending)
+
+    def _expire_pending(self) -> None:
+        """Lockstep: a joint state whose IMU sample never came runs with the latest one (counted)."""
+        pending = self._pending_state
+        if pending is not None and time.monotonic() - self._pending_since > self.sync_timeout:
+            self._pending_state = None
+            self.sync_timeouts += 1
+            self.get_logger().warning("lockstep: no IMU sample for a joint state; using the latest one")
+            self._process(pending)
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         cmd = np.array([msg.linear.x, msg.linear.y, msg.angular.z])
         if not np.all(np.isfinite(cmd)):
             self.get_logger().warning("refused a non-finite /cmd_vel", throttle_duration_sec=1.0)
             return
-        self.runner.set_command(cmd, self.runner.imu.t if self.runner.imu else 0.0)
+        # taken at the last processed tick: in lockstep a /cmd_vel published while tick k was processed is
+        # here before tick k+1, so the command time does not depend on message timing
+        self.runner.set_command(cmd, self._last_t)
 
     def _on_driver_mode(self, msg: String) -> None:
         self.driver_mode = msg.data
@@ -230,6 +273,27 @@ class PolicyRunnerNode(Node):
         return self.joint_order.take(msg.position), self.joint_order.take(msg.velocity)
 
     def _on_joint_states(self, msg: JointState) -> None:
+        if self.lockstep:
+            if self._pending_state is not None:  # its IMU sample never came: run it with the latest
+                pending, self._pending_state = self._pending_state, None
+                self.sync_timeouts += 1
+                self._process(pending)
+            imu = self.runner.imu
+            if imu is None or imu.t < from_time_msg(msg.header.stamp) - 1e-7:
+                self._pending_state = msg
+                self._pending_since = time.monotonic()
+                return
+        self._process(msg)
+
+    def _process(self, msg: JointState) -> None:
+        """One tick: the joint state (and the IMU sample of its stamp, in lockstep) -> command, then the
+        ack."""
+        try:
+            self._step(msg)
+        finally:
+            self.peer.ack(msg.header.stamp)
+
+    def _step(self, msg: JointState) -> None:
         wall = time.perf_counter()
         if self._last_cb_wall is not None and self.runner.state == RunnerState.RUN:
             self.max_state_gap_ms = max(self.max_state_gap_ms, (wall - self._last_cb_wall) * 1e3)
@@ -238,6 +302,7 @@ class PolicyRunnerNode(Node):
         if state is None:
             return
         t = from_time_msg(msg.header.stamp)
+        self._last_t = t
         t0 = time.perf_counter()
         out = self.runner.update(t, state[0], state[1], self.driver_mode)
         if out.policy_step is not None:
@@ -315,6 +380,7 @@ class PolicyRunnerNode(Node):
             "step_us_p99": f"{np.percentile(inf, 99):.1f}",
             "max_state_gap_ms": f"{self.max_state_gap_ms:.1f}",
             "max_callback_ms": f"{self.max_callback_ms:.1f}",
+            "lockstep_sync_timeouts": self.sync_timeouts,
         }
         status = DiagnosticStatus(name="policy_runner", hardware_id=self.manifest.name)
         if self.runner.state == RunnerState.FAULT:
@@ -325,6 +391,10 @@ class PolicyRunnerNode(Node):
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = stamp
         self.pub_diag.publish(msg)
+
+    def close(self) -> None:
+        """Leave the driver's lockstep (it stops waiting for this node)."""
+        self.peer.leave()
 
 
 def main(args: list[str] | None = None) -> int:

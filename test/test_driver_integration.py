@@ -6,7 +6,6 @@ Driver on MuJoCo, description; real rclpy, lockstep.
 from __future__ import annotations
 
 import math
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -59,13 +58,16 @@ def _fail(graph: LaunchedGraph, what: str) -> str:
 
 def test_holds_default_pose_10s_and_serves_description_late(graph_log: Path) -> None:
     probe = GraphProbe(subscribe_description=False)
-    # the lockstep driver waits for the probe before simulating: every sample of the run is observable
+    # paused start: the probe's subscriptions are matched before simulated time starts, so every sample of
+    # the run is observed
     graph = LaunchedGraph(
-        {"clock": "lockstep", "sim_duration_s": "12.6", "wait_for_subscribers": "1"}, graph_log
+        {"clock": "lockstep", "sim_duration_s": "12.6", "start_paused": "true"}, graph_log
     ).start()
     try:
-        assert probe.wait_for(lambda d: len(d.truth_t) > 0, 60), _fail(graph, "no ground truth")
-        time.sleep(1.0)
+        probe.start_graph(running=graph.running)
+        assert probe.wait_for(lambda d: len(d.truth_t) > 0 and d.truth_t[-1] >= 1.0, 60), _fail(
+            graph, "no ground truth"
+        )
         probe.subscribe_description()  # a late joiner still gets the latched URDF
         assert probe.wait_for(lambda d: d.robot_description is not None, 20), _fail(graph, "no description")
         assert graph.wait(120) == 0, _fail(graph, "graph did not finish cleanly")
@@ -75,7 +77,8 @@ def test_holds_default_pose_10s_and_serves_description_late(graph_log: Path) -> 
         probe.close()
     t, z = probe.base_heights()
     hold = t >= 2.5
-    assert t[0] < 0.1, f"first sample at {t[0]} s: the driver did not wait for the probe"
+    assert t[0] == 0.0, f"first sample at {t[0]} s: the driver did not wait for the probe"
+    assert np.allclose(np.diff(t), 0.002), "a tick of the run was not observed"
     assert t[-1] >= 12.5 and t[hold][-1] - t[hold][0] >= 10.0, (t[0], t[-1])
     assert np.abs(z[hold] - NOMINAL).max() <= 0.02, f"max error {np.abs(z[hold] - NOMINAL).max():.4f} m"
     urdf_joints = {

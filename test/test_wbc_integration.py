@@ -4,7 +4,6 @@ on the estimator's /odom with the CoM within 1 cm RMS of its reference (ground t
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +43,7 @@ def test_wbc_stands_and_survives_a_push_through_the_graph(tmp_path: Path) -> Non
     try:
         g.start()
         t0 = g.probe.sim_time()
-        g.wait_sim(t0 + 10.0, timeout=120.0)
+        g.run_to(t0 + 10.0)
         truth = g.truth_since(t0)
         with g.lock:
             joints = dict(g.joints)
@@ -62,7 +61,6 @@ def test_wbc_stands_and_survives_a_push_through_the_graph(tmp_path: Path) -> Non
         assert len(g.push_events) == 2 and g.push_events[1][0] - g.push_events[0][0] == pytest.approx(
             0.1, abs=1e-6
         )
-        time.sleep(0.2)
     finally:
         g.stop()
     assert wbc_diag, "no wbc_controller diagnostics"
