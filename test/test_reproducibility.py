@@ -1,5 +1,6 @@
 """A lockstep run is a function of its inputs: the same short graph run twice gives identical ground truth,
-/odom and commands, bit for bit (separate processes over DDS, real MuJoCo; docs/architecture.md, lockstep contract).
+/odom and commands, bit for bit (separate processes over DDS, real MuJoCo; docs/architecture.md, "Lockstep
+contract").
 
 1. driver + policy runner + state estimator, an evaluator publishing /cmd_vel from a script on simulated time;
 2. driver + state estimator + WBC on /odom, with a pelvis push given at a held tick.
