@@ -47,20 +47,24 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
     ramp_s, settle_s = 2.0, 0.5
     total = ramp_s + settle_s + hold_s + 0.02  # + margin: the last sample lands at or after the hold time
     isolated_ros_env(out / "logs")
-    probe = GraphProbe()
+    lockstep = clock == "lockstep"
+    probe = GraphProbe(lockstep_peer=lockstep)
     graph = LaunchedGraph(
         {
             "robot": robot,
             "clock": clock,
             "controller": controller,
             "sim_duration_s": f"{total:.3f}",
-            # lockstep: start once this probe (and the controller) listen, so the boot ramp is recorded too
-            "wait_for_subscribers": "2" if controller != "none" else "1",
+            # paused until this probe's subscriptions are matched (and the controller joined), so the boot
+            # ramp is recorded too
+            "start_paused": "true",
         },
         out / "logs" / "launch.log",
     ).start()
     wall0 = time.monotonic()
     try:
+        peers = ("joint_hold_controller",) if lockstep and controller == "joint_hold" else ()
+        probe.start_graph(peers=peers, running=graph.running)
         code = graph.wait(timeout=60.0 + 20.0 * total)
         if code is None:
             raise RuntimeError(
