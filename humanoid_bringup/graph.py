@@ -338,13 +338,17 @@ class GraphProbe:
                 Header, ACK_TOPIC, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
             )
             wait("the driver's /lockstep/ack reader", lambda: self._ack_pub.get_subscription_count() > 0)
-            self._ack_pub.publish(Header(frame_id=JOIN + self.name))
         expected = set(peers) | ({self.name} if self.lockstep_peer else set())
+        last_join = [-1.0]
 
         def joined() -> bool:
             with self.lock:
                 st = self.lockstep_status
-            return bool(st) and expected <= set(st.get("peers", []))
+            listed = set(st.get("peers", [])) if st else set()
+            if self.lockstep_peer and self.name not in listed and time.monotonic() - last_join[0] > 0.1:
+                last_join[0] = time.monotonic()  # repeated: a join is lost if sent before the driver matched
+                self._ack_pub.publish(Header(frame_id=JOIN + self.name))
+            return bool(st) and expected <= listed
 
         wait(f"lockstep peers {sorted(expected)} (driver: {self.lockstep_status})", joined)
         ok, msg = self.call_set_pause(False)

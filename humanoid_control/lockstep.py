@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 ACK_TOPIC = "/lockstep/ack"
+STATUS_TOPIC = "/robot_driver/lockstep"
 JOIN = "join "
 LEAVE = "leave "
 
@@ -89,7 +90,9 @@ class LockstepPeer:
         self.node = node
         self.enabled = enabled
         self.name = node.get_name()
-        self.joined = False
+        self.joined = False  # a join was sent
+        self.confirmed = False  # the driver lists this node among its peers
+        self._last_join = -1.0
         self._ready = ready
         self._pub = None
         self._header_type: Any = None
@@ -97,27 +100,50 @@ class LockstepPeer:
         if not enabled:
             return
         from rclpy.clock import Clock, ClockType
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import Header
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Header, String
 
         self._header_type = Header
         self._pub = node.create_publisher(
             Header, ACK_TOPIC, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         )
-        self._timer = node.create_timer(0.02, self._try_join, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # the join is repeated until the driver lists this node: a join sent while only another reader of
+        # /lockstep/ack (an evaluator) was matched never reached the driver
+        node.create_subscription(
+            String,
+            STATUS_TOPIC,
+            self._on_status,
+            QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
+        self._clock = Clock(clock_type=ClockType.STEADY_TIME)
+        self._timer = node.create_timer(0.02, self._try_join, clock=self._clock)
+
+    def _on_status(self, msg: Any) -> None:
+        import json
+
+        try:
+            peers = json.loads(msg.data).get("peers", [])
+        except (ValueError, AttributeError):
+            return
+        self.confirmed = self.joined and self.name in peers
+        if self.confirmed and self._timer is not None:
+            self._timer.cancel()
 
     def _try_join(self) -> None:
-        if self.joined or self._pub is None:
+        if self.confirmed or self._pub is None:
             return
-        # reliable delivery needs the driver's reader matched first: a join sent before would be lost
         if self._pub.get_subscription_count() < 1:
             return
         if self._ready is not None and not self._ready():
             return
+        now = self._clock.now().nanoseconds * 1e-9
+        if now - self._last_join < 0.1:
+            return
+        self._last_join = now
         self._pub.publish(self._header_type(frame_id=JOIN + self.name))
         self.joined = True
-        if self._timer is not None:
-            self._timer.cancel()
 
     def ack(self, stamp: Any) -> None:
         """Tick ``stamp`` (builtin_interfaces/Time) is fully processed and its outputs are published."""
@@ -127,6 +153,8 @@ class LockstepPeer:
     def leave(self) -> None:
         """Stop taking part (the driver stops waiting for this node)."""
         if self.joined and self._pub is not None:
-            self.joined = False
+            self.joined = self.confirmed = False
+            if self._timer is not None:
+                self._timer.cancel()
             with contextlib.suppress(Exception):
                 self._pub.publish(self._header_type(frame_id=LEAVE + self.name))
