@@ -57,9 +57,9 @@ def _fail(graph: LaunchedGraph, what: str) -> str:
 
 
 def test_holds_default_pose_10s_and_serves_description_late(graph_log: Path) -> None:
-    probe = GraphProbe(subscribe_description=False)
-    # paused start: the probe's subscriptions are matched before simulated time starts, so every sample of
-    # the run is observed
+    # paused start: the probe's subscriptions are matched before simulated time starts; as a lockstep peer it
+    # sees every tick (a driver running free would outrun the writers' 10-sample history)
+    probe = GraphProbe(subscribe_description=False, lockstep_peer=True)
     graph = LaunchedGraph(
         {"clock": "lockstep", "sim_duration_s": "12.6", "start_paused": "true"}, graph_log
     ).start()
