@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -139,9 +141,8 @@ class GraphProbe:
         reliable_streams: read the 500 Hz streams reliably (lockstep); ``False`` reads them best-effort, so a
             pause of this observer (say a garbage collection) cannot hold back the publisher (realtime).
         lockstep_peer: take part in the driver's lockstep (``/lockstep/ack``): the driver does not advance
-        past a
-            tick until every per-tick subscription of this probe has seen it and :attr:`on_tick` ran, and
-            :meth:`run_until` holds the simulation at a chosen tick (for service calls at exact ticks).
+            past a tick until every per-tick subscription of this probe has seen it and :attr:`on_tick` ran,
+            and :meth:`run_until` holds the simulation at a chosen tick (for service calls at exact ticks).
         on_tick: called with each ``/joint_states`` message before the tick is acknowledged (e.g. to publish
             the ``/cmd_vel`` of a command script for that tick).
         setup: called with the node before the probe subscribes to anything: subscriptions made there are
@@ -184,9 +185,8 @@ class GraphProbe:
         self._tick_cond = threading.Condition(self.lock)
         self._per_tick: dict[str, float] = {}  # per-tick subscription -> latest stamp seen (s)
         self._acked_t = -math.inf
-        self._grant_t = (
-            math.inf
-        )  # ticks stamped before this are acknowledged at once; the first at/after is held
+        # ticks stamped before this are acknowledged at once; the first at/after it is held
+        self._grant_t = math.inf
         self._held: Any = None  # stamp message of the held tick
         self._held_t = -math.inf
         self.peer_acks: dict[str, float] = {}
@@ -279,7 +279,7 @@ class GraphProbe:
     def _on_peer_ack(self, msg: Any) -> None:
         t = msg.stamp.sec + 1e-9 * msg.stamp.nanosec
         with self._tick_cond:
-            if msg.frame_id in self.peer_acks or not msg.frame_id.startswith(("join ", "leave ")):
+            if not msg.frame_id.startswith((JOIN, LEAVE)):
                 self.peer_acks[msg.frame_id] = max(self.peer_acks.get(msg.frame_id, -math.inf), t)
             self._tick_cond.notify_all()
 
@@ -297,12 +297,10 @@ class GraphProbe:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import Header, String
 
-        from humanoid_control.lockstep import ACK_TOPIC, JOIN
-
         # created last: a peer's ack is taken after the outputs it published before it (callback order)
         self.node.create_subscription(
             String,
-            "/robot_driver/lockstep",
+            STATUS_TOPIC,
             self._on_lockstep_status,
             QoSProfile(
                 depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -317,10 +315,10 @@ class GraphProbe:
         end = time.monotonic() + timeout
         alive = running or (lambda: True)
 
-        def wait(what: str, cond: Callable[[], bool]) -> None:
+        def wait(what: Callable[[], str], cond: Callable[[], bool]) -> None:
             while not cond():
                 if time.monotonic() > end or not alive():
-                    raise TimeoutError(f"graph not ready: {what}")
+                    raise TimeoutError(f"graph not ready: {what()}")
                 time.sleep(0.01)
 
         def unmatched() -> list[str]:
@@ -328,16 +326,19 @@ class GraphProbe:
             for sub in list(self.node.subscriptions):
                 count = getattr(sub, "get_publisher_count", None)
                 n = count() if count is not None else self.node.count_publishers(sub.topic_name)
-                if n < 1 and sub.topic_name not in ("/lockstep/ack",):
+                if n < 1 and sub.topic_name != ACK_TOPIC:
                     out.append(sub.topic_name)
             return out
 
-        wait(f"subscriptions without a publisher: {unmatched()}", lambda: not unmatched())
+        wait(lambda: f"subscriptions without a publisher: {unmatched()}", lambda: not unmatched())
         if self.lockstep_peer:
             self._ack_pub = self.node.create_publisher(
                 Header, ACK_TOPIC, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
             )
-            wait("the driver's /lockstep/ack reader", lambda: self._ack_pub.get_subscription_count() > 0)
+            wait(
+                lambda: "the driver's /lockstep/ack reader",
+                lambda: self._ack_pub.get_subscription_count() > 0,
+            )
         expected = set(peers) | ({self.name} if self.lockstep_peer else set())
         last_join = [-1.0]
 
@@ -350,7 +351,7 @@ class GraphProbe:
                 self._ack_pub.publish(Header(frame_id=JOIN + self.name))
             return bool(st) and expected <= listed
 
-        wait(f"lockstep peers {sorted(expected)} (driver: {self.lockstep_status})", joined)
+        wait(lambda: f"lockstep peers {sorted(expected)} (driver: {self.lockstep_status})", joined)
         ok, msg = self.call_set_pause(False)
         if not ok:
             raise RuntimeError(f"unpause refused: {msg}")

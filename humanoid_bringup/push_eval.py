@@ -111,7 +111,6 @@ class WbcGraph:
         self.push_events: list[tuple[float, tuple[float, float, float]]] = []
         self.record_odom = False
         self.respawn_retries = 0  # respawns repeated before a trial (estimator reset too late, WBC fault)
-        self.last_odom_t = -1.0
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -149,7 +148,6 @@ class WbcGraph:
             self.joints[self._key(msg)] = (np.array(msg.position), np.array(msg.velocity))
 
     def _on_odom(self, msg: Any) -> None:
-        self.last_odom_t = self._key(msg)
         if not self.record_odom:
             return
         p, o, tw = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist

@@ -22,6 +22,7 @@ uses to join and acknowledge (it does nothing when the ``lockstep`` parameter is
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from typing import Any
 
@@ -121,8 +122,6 @@ class LockstepPeer:
         self._timer = node.create_timer(0.02, self._try_join, clock=self._clock)
 
     def _on_status(self, msg: Any) -> None:
-        import json
-
         try:
             peers = json.loads(msg.data).get("peers", [])
         except (ValueError, AttributeError):

@@ -24,6 +24,7 @@ simulated time, and once a controller is active each tick waits until the comman
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import threading
@@ -431,8 +432,6 @@ class RobotDriverNode(Node):
 
     def _publish_lockstep(self) -> None:
         """Latched ``~/lockstep``: JSON with ``paused``, ``time`` (s), ``peers``, ``dropped``."""
-        import json
-
         with self.lock:
             data = {
                 "paused": bool(self.paused),

@@ -153,25 +153,29 @@ class StateEstimatorNode(Node):
             self.get_logger().warning(
                 "dropped an IMU sample with non-finite values", throttle_duration_sec=1.0
             )
-            if self._pending is not None and self._pending[0] <= t + 1e-9 and self._imu_t is not None:
-                # the joint state of this tick must not wait for an IMU sample that will not come
-                pending, self._pending = self._pending, None
-                self._correct(*pending)
-                self.peer.ack(pending[4])
+            if self._imu_t is not None:  # its tick's joint state must not wait for a sample that won't come
+                self._flush_pending(t)
             return
         if np.all(np.isfinite(quat)) and abs(np.linalg.norm(quat) - 1.0) < 0.1:
             self._imu_quat = quat
         self._gyro = gyro
         self.est.predict(t, gyro, accel)
         self._imu_t = t
-        if self._pending is not None and self._pending[0] <= t + 1e-9:
-            pending, self._pending = self._pending, None
-            self._correct(*pending)
-            self.peer.ack(pending[4])
-        elif self.est.initialized and (self._joints_t is None or t - self._joints_t > self.stale_after):
+        if not self._flush_pending(t) and (
+            self.est.initialized and (self._joints_t is None or t - self._joints_t > self.stale_after)
+        ):
             # joint states stopped: the IMU alone carries the estimate on, its covariance growing
             self.imu_only_odom += 1
             self._publish(t, msg.header.stamp, self.est.estimate(t, gyro))
+
+    def _flush_pending(self, t: float) -> bool:
+        """Correct with the joint state waiting for the IMU to reach its stamp, once it has (``t``, s)."""
+        if self._pending is None or self._pending[0] > t + 1e-9:
+            return False
+        pending, self._pending = self._pending, None
+        self._correct(*pending)
+        self.peer.ack(pending[4])
+        return True
 
     def _on_joints(self, msg: JointState) -> None:
         if self._handle_joints(msg):
