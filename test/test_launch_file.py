@@ -25,6 +25,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "rate_hz": 500.0,
             "sim_duration_s": 0.0,
             "wait_for_subscribers": 0,
+            "start_paused": False,
             "activation_ticks": 50,
             "friction_patch": "none",
             "imu_gyro_noise_std": 0.0,
@@ -50,6 +51,7 @@ def test_policy_controller_arguments() -> None:
         assert runner.params == {
             "robot": "g1",
             "policy": "holosoma/g1_fastsac",
+            "lockstep": True,
             "autostart": False,
             "state_reliability": "reliable",
         }
@@ -62,6 +64,7 @@ def test_controller_and_clock_arguments() -> None:
     try:
         assert [p.name for p in plan.processes][-1] == "joint_hold_controller"
         assert plan.processes[0].params["clock"] == "realtime"
+        assert plan.processes[-1].params["lockstep"] is False  # realtime: nobody waits for anybody
     finally:
         plan.cleanup()
 
@@ -71,7 +74,8 @@ def test_wbc_stand_starts_the_estimator_and_the_wbc() -> None:
     try:
         names = [p.name for p in plan.processes]
         assert names == ["robot_driver", "robot_description", "state_estimator", "wbc_controller"]
-        assert plan.processes[-1].params == {"robot": "g1", "rate_hz": 500.0}
+        assert plan.processes[-1].params == {"robot": "g1", "lockstep": True, "rate_hz": 500.0}
+        assert plan.processes[-2].params["lockstep"] is True
     finally:
         plan.cleanup()
 
