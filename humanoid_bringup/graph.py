@@ -205,9 +205,8 @@ class GraphProbe:
             JointState, "/joint_commands", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         )
         self.reliable = reliable
-        self.subscribe(Odometry, "/sim/ground_truth", self._on_truth, reliable, per_tick=True)
-        self.subscribe(JointState, "/joint_states", self._on_joints, reliable, per_tick=True)
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
+        # in the driver's publish order: the mode and diagnostics of tick k-1 are served before the state of
+        # tick k (rclpy serves ready subscriptions in creation order), so a tick held by run_until has them
         self.node.create_subscription(
             String,
             "/robot_driver/mode",
@@ -216,6 +215,9 @@ class GraphProbe:
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
+        self.subscribe(JointState, "/joint_states", self._on_joints, reliable, per_tick=True)
+        self.subscribe(Odometry, "/sim/ground_truth", self._on_truth, reliable, per_tick=True)
         for side in ("left", "right") if contacts else ():
             self.data.contact_fz[side] = []
             self.subscribe(

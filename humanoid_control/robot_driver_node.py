@@ -79,10 +79,8 @@ class RobotDriverNode(Node):
         self.lockstep_timeout = declare(
             self,
             "lockstep_timeout_s",
-            1.0,
-            "lockstep: wall-clock wait for the tick's command (s); after one timeout the driver stops "
-            "waiting "
-            "for that controller until its next command",
+            0.1,
+            "lockstep: wall-clock wait for the tick's command (s)",
             0.001,
             10.0,
         )
@@ -270,7 +268,6 @@ class RobotDriverNode(Node):
         self.stats = LoopStats(rate)
         self.lockstep_timeouts = 0
         self.peers = PeerTable()
-        self._command_stalled = False  # a lockstep wait for the controller timed out: not waited for again
         self._running = True
         self._last_mode = None
         self.realtime_commands_late = 0
@@ -405,7 +402,6 @@ class RobotDriverNode(Node):
             self.core.submit(command)  # ignored (but still pacing lockstep) during ramp and damping
             self.latest_command_stamp = max(self.latest_command_stamp, stamp)
             self.last_seen_command_tick = self.core.tick
-            self._command_stalled = False
             self.command_arrived.notify_all()
 
     def _on_ack(self, msg: Header) -> None:
@@ -597,12 +593,6 @@ class RobotDriverNode(Node):
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
                             self.lockstep_timeouts += 1
-                            self._command_stalled = True
-                            self.get_logger().warning(
-                                f"lockstep: no command for t = {state.stamp:.3f} s within "
-                                f"{self.lockstep_timeout:g} s; not waiting for the controller until its next "
-                                "command"
-                            )
                             break
                         self.command_arrived.wait(remaining)
                 # lockstep: every peer acknowledges the tick (its outputs for it are published) before time
@@ -611,8 +601,10 @@ class RobotDriverNode(Node):
                 if not realtime and self.peers.acked:
                     deadline = time.perf_counter() + self.peer_timeout
                     while missing := self.peers.missing(state.stamp):
+                        if not (self._running and rclpy.ok(context=self.context)):
+                            break  # shutting down: nobody to wait for
                         remaining = deadline - time.perf_counter()
-                        if remaining <= 0 or not self._running:
+                        if remaining <= 0:
                             self.peers.drop(missing)
                             dropped = missing
                             break
@@ -659,10 +651,7 @@ class RobotDriverNode(Node):
                         next_deadline = done
 
     def _controller_streaming(self) -> bool:
-        """A command was seen within the last ``watchdog_ticks`` ticks and the last wait for one did not time
-        out (call with the lock held)."""
-        if self._command_stalled:
-            return False
+        """A command was seen within the last ``watchdog_ticks`` ticks (call with the lock held)."""
         return self.core.tick - self.last_seen_command_tick <= self.settings.watchdog_ticks
 
     def backend_time(self) -> float:

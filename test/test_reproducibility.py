@@ -122,20 +122,35 @@ def _wbc_push_run(out: Path) -> tuple[GraphProbe, Recorder]:
     return g.probe, rec
 
 
+def _first_difference(xs: list[Any], ys: list[Any], stamps: list[float]) -> str:
+    """Where two series first differ (for failure messages)."""
+    for t, x, y in zip(stamps, xs, ys, strict=False):
+        if x != y:
+            return f"first difference at t = {t:.3f} s"
+    return "same values, different lengths"
+
+
 def _compare(a: tuple[GraphProbe, Recorder], b: tuple[GraphProbe, Recorder], until: float) -> None:
     (pa, ra), (pb, rb) = a, b
     n = min(sum(t <= until for t in pa.data.truth_t), sum(t <= until for t in pb.data.truth_t))
     assert n > 1000
     assert pa.data.truth_t[:n] == pb.data.truth_t[:n]
-    assert pa.data.truth_pos[:n] == pb.data.truth_pos[:n], "ground truth differs between the two runs"
+    assert pa.data.truth_pos[:n] == pb.data.truth_pos[:n], "ground truth differs between the runs: " + (
+        _first_difference(pa.data.truth_pos[:n], pb.data.truth_pos[:n], pa.data.truth_t[:n])
+    )
     assert pa.data.truth_quat_wxyz[:n] == pb.data.truth_quat_wxyz[:n]
     assert pa.data.joint_q[:n] == pb.data.joint_q[:n]
     common = sorted(t for t in set(ra.odom) & set(rb.odom) if t <= until)
     assert len(common) > 1000
-    assert [ra.odom[t] for t in common] == [rb.odom[t] for t in common], "/odom differs between the runs"
+    assert [ra.odom[t] for t in common] == [rb.odom[t] for t in common], (
+        "/odom differs between the runs: "
+        + (_first_difference([ra.odom[t] for t in common], [rb.odom[t] for t in common], common))
+    )
     cmds = sorted(t for t in set(ra.commands) & set(rb.commands) if t <= until)
     assert len(cmds) > 500
-    assert [ra.commands[t] for t in cmds] == [rb.commands[t] for t in cmds], "commands differ"
+    assert [ra.commands[t] for t in cmds] == [rb.commands[t] for t in cmds], "commands differ: " + (
+        _first_difference([ra.commands[t] for t in cmds], [rb.commands[t] for t in cmds], cmds)
+    )
     assert pa.data.modes == pb.data.modes
 
 
