@@ -587,12 +587,12 @@ class RobotDriverNode(Node):
                             break
                         self.command_arrived.wait(remaining)
                 # lockstep: while a controller streams commands (accepted or not), it sets the pace
-                if not realtime and self._controller_streaming():
+                waited = not realtime and self._controller_streaming()
+                if waited:
                     deadline = time.perf_counter() + self.lockstep_timeout
                     while self.latest_command_stamp < state.stamp - 1e-9 and self._controller_streaming():
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
-                            self.lockstep_timeouts += 1
                             break
                         self.command_arrived.wait(remaining)
                 # lockstep: every peer acknowledges the tick (its outputs for it are published) before time
@@ -609,6 +609,10 @@ class RobotDriverNode(Node):
                             dropped = missing
                             break
                         self.command_arrived.wait(min(remaining, 0.05))
+                # counted only when the tick goes ahead without its command: a controller that is a peer
+                # acknowledges after commanding, so a slow answer is waited for above and not counted
+                if waited and self.latest_command_stamp < state.stamp - 1e-9 and self._controller_streaming():
+                    self.lockstep_timeouts += 1
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
                 mode, reason = self.core.mode, self.core.mode_reason
                 push, self._pending_push = self._pending_push, None
