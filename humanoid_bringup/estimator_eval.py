@@ -141,6 +141,7 @@ def run_graph(
     from geometry_msgs.msg import Twist, WrenchStamped
     from nav_msgs.msg import Odometry
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
@@ -167,8 +168,8 @@ def run_graph(
     def on_joints(m: Any) -> None:
         t = key(m)
         with lock:
-            if state["t0"] is None and state["runner"] and state["runner"][-1] == "run":
-                state["t0"] = t
+            if state["t0"] is None and "ramp" in state["runner"] and state["runner"][-1] == "run":
+                state["t0"] = t  # after a ramp: the first tick seen running
             t0 = state["t0"]
             state["last"] = t
         if round(t * 1000) % 10 == 0:
@@ -190,6 +191,15 @@ def run_graph(
         depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
     )
 
+    def on_command(msg: Any) -> None:
+        # the script starts at the stamp of the runner's first command: it sends none before it runs (it
+        # starts from the driver's hold, no ramp), and a stamp does not depend on when messages from two
+        # processes arrive (the runner's "run" on /policy_runner/state can come after the driver's next tick)
+        t = key(msg)
+        with lock:
+            if state["t0"] is None and "ramp" not in state["runner"]:
+                state["t0"] = t
+
     def setup(node: Any) -> None:
         # served before the probe's /joint_states: the script starts at the same tick in every run
         node.create_subscription(
@@ -197,6 +207,7 @@ def run_graph(
         )
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 100)
         pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
+        node.create_subscription(JointState, "/joint_commands", on_command, qos)
 
     probe = GraphProbe(
         subscribe_description=False, name="estimator_eval", lockstep_peer=True, on_tick=on_joints, setup=setup

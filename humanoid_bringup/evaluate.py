@@ -181,6 +181,7 @@ def run_locomotion(
     """Run the command script through the ROS graph; the result dictionary (see module docstring)."""
     from geometry_msgs.msg import Twist
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
     from humanoid_control.robot_config import load_robot_config
@@ -215,8 +216,8 @@ def run_locomotion(
     def on_joint_state(msg: Any) -> None:
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with lock:
-            if state["t0"] is None and state["runner"] and state["runner"][-1] == "run":
-                state["t0"] = t
+            if state["t0"] is None and "ramp" in state["runner"] and state["runner"][-1] == "run":
+                state["t0"] = t  # after a ramp: the first tick seen running
             t0 = state["t0"]
             state["last_t"] = t
         # 100 Hz (every 5th tick at 500 Hz) is plenty for a 50 Hz policy and keeps the evaluator light
@@ -228,11 +229,26 @@ def run_locomotion(
         tw.linear.x, tw.linear.y, tw.angular.z = cmd
         pubs["cmd"].publish(tw)
 
+    def on_command(msg: Any) -> None:
+        # the script starts at the stamp of the runner's first command: it sends none before it runs (it
+        # starts from the driver's hold, no ramp), and a stamp does not depend on when messages from two
+        # processes arrive (the runner's "run" on /policy_runner/state can come after the driver's next tick)
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        with lock:
+            if state["t0"] is None and "ramp" not in state["runner"]:
+                state["t0"] = t
+
     def setup(node: Any) -> None:
         # before the probe's /joint_states: the runner's "run" (published while it processed tick k) is taken
         # before tick k+1, so the script starts at the same tick in every lockstep run
         node.create_subscription(String, "/policy_runner/state", on_runner_state, latched)
         pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
+        node.create_subscription(
+            JointState,
+            "/joint_commands",
+            on_command,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+        )
 
     lockstep = clock == "lockstep"
     probe = GraphProbe(
