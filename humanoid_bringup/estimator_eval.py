@@ -145,6 +145,7 @@ def run_graph(
     from std_msgs.msg import String
 
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_control.lockstep import tick_stream_qos
     from humanoid_policy.inprocess import command_at
 
     total = sum(d for _, d, _ in script)
@@ -213,13 +214,14 @@ def run_graph(
         subscribe_description=False, name="estimator_eval", lockstep_peer=True, on_tick=on_joints, setup=setup
     )
     # per tick: the probe acknowledges a tick (and run_until holds it) only once these have it too
-    probe.subscribe(Odometry, "/odom", on_odom, qos, per_tick=True)
+    stream = tick_stream_qos(2000)  # per-tick streams, read as a lockstep peer (transient-local)
+    probe.subscribe(Odometry, "/odom", on_odom, stream, per_tick=True)
     for side in ("left", "right"):
         probe.subscribe(
             WrenchStamped,
             f"/contacts/{side}",
             lambda m, s=side: est_fz[s].__setitem__(key(m), m.wrench.force.z),
-            qos,
+            stream,
             per_tick=True,
         )
     args = {

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC
+from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, tick_stream_qos
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -192,9 +192,12 @@ class GraphProbe:
         self.peer_acks: dict[str, float] = {}
         self.lockstep_status: dict[str, Any] = {}
         self._ack_pub: Any = None
-        reliable = QoSProfile(
-            depth=2000,
-            reliability=ReliabilityPolicy.RELIABLE if reliable_streams else ReliabilityPolicy.BEST_EFFORT,
+        # a lockstep peer reads the per-tick streams transient-local (see lockstep.tick_stream_qos): a tick it
+        # never received would hold the simulation until the driver drops it
+        reliable = (
+            tick_stream_qos(2000, latched=lockstep_peer)
+            if reliable_streams
+            else QoSProfile(depth=2000, reliability=ReliabilityPolicy.BEST_EFFORT)
         )
         self.latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -291,11 +294,19 @@ class GraphProbe:
             self._tick_cond.notify_all()
 
     def start_graph(
-        self, peers: tuple[str, ...] = (), timeout: float = 120.0, running: Callable[[], bool] | None = None
+        self,
+        peers: tuple[str, ...] = (),
+        timeout: float = 120.0,
+        running: Callable[[], bool] | None = None,
+        hold_at: float | None = None,
     ) -> None:
         """Readiness, then go: every subscription of the probe matched to a publisher, the driver paused with
         the expected lockstep ``peers`` (node names; this probe too when it is a peer) joined, then
-        ``/robot_driver/set_pause`` false. For graphs launched with ``start_paused:=true``."""
+        ``/robot_driver/set_pause`` false. For graphs launched with ``start_paused:=true``.
+
+        ``hold_at`` (lockstep peer only): hold the first tick stamped at or after it (s), as
+        :meth:`run_until` does, set *before* the unpause: a :meth:`run_until` called after this returns could
+        find the ticks before it already acknowledged (the first held tick then depended on thread timing)."""
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import Header, String
 
@@ -354,6 +365,10 @@ class GraphProbe:
             return bool(st) and expected <= listed
 
         wait(lambda: f"lockstep peers {sorted(expected)} (driver: {self.lockstep_status})", joined)
+        if hold_at is not None:
+            assert self.lockstep_peer, "hold_at needs lockstep_peer=True"
+            with self._tick_cond:
+                self._grant_t = hold_at
         ok, msg = self.call_set_pause(False)
         if not ok:
             raise RuntimeError(f"unpause refused: {msg}")

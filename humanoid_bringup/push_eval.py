@@ -39,6 +39,7 @@ import numpy as np
 
 from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
 from humanoid_control.hardware.push import DIRECTIONS, push_force
+from humanoid_control.lockstep import tick_stream_qos
 
 PUSH_DURATION_S = 0.1
 RESPAWN_SETTLE_S = 0.5  # driver ramp in place after a respawn; the estimator is reset in it (s)
@@ -111,7 +112,7 @@ class WbcGraph:
         self.push_events: list[tuple[float, tuple[float, float, float]]] = []
         self.record_odom = False
         self.respawn_retries = 0  # respawns repeated before a trial (estimator reset too late, WBC fault)
-        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+        qos = tick_stream_qos(500)  # per-tick streams, read as a lockstep peer (transient-local)
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
@@ -218,8 +219,10 @@ class WbcGraph:
             except TimeoutError:
                 if time.monotonic() > deadline or not self.graph.running():
                     raise
-        self.probe.start_graph(peers=("state_estimator", "wbc_controller"), running=self.graph.running)
-        self.probe.run_until(0.0)
+        self.probe.start_graph(
+            peers=("state_estimator", "wbc_controller"), running=self.graph.running, hold_at=0.0
+        )
+        self.probe.run_until(0.0)  # returns at the held first tick
         if not self.run_while(lambda: not self.modes() or self.modes()[-1] != "active", 10.0):
             raise RuntimeError(
                 f"the WBC never took over (modes {self.probe.data.modes}); see {self.graph.log_path}"

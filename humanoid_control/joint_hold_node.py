@@ -11,7 +11,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from humanoid_control.lockstep import LockstepPeer
+from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, run_node
 
@@ -23,14 +23,16 @@ class JointHoldNode(Node):
         super().__init__("joint_hold_controller")
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
         self.config = load_robot_config(robot)
+        lockstep = declare(
+            self, "lockstep", False, "lockstep peer of the driver (/lockstep/ack)", read_only=True
+        )
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub = self.create_publisher(JointState, "/joint_commands", qos)
         self.command = JointState(
             name=self.config.joint_names, position=self.config.array("default").tolist()
         )
-        self.create_subscription(JointState, "/joint_states", self._on_state, qos)
-        lockstep = declare(
-            self, "lockstep", False, "lockstep peer of the driver (/lockstep/ack)", read_only=True
+        self.create_subscription(
+            JointState, "/joint_states", self._on_state, tick_stream_qos(latched=lockstep)
         )
         self.peer = LockstepPeer(self, lockstep)
 

@@ -32,6 +32,25 @@ JOIN = "join "
 LEAVE = "leave "
 
 
+def tick_stream_qos(depth: int = 10, latched: bool = True) -> Any:
+    """QoS of a per-tick stream (``/joint_states``, ``/imu/data``, ``/sim/*``, ``/odom``, ``/contacts/*``):
+    reliable, keep-last ``depth``; transient-local when ``latched``.
+
+    Publishers of per-tick streams are always transient-local (compatible with every reader). Lockstep peers
+    read them transient-local too: discovery is asymmetric (a reader can be matched to its writer before the
+    writer is matched to it), so the first sample after an unpause could otherwise be lost to a reader that
+    looked ready, and a peer that never sees tick 0 is dropped after ``lockstep_peer_timeout_s`` (measured:
+    one start in six under CPU load). A transient-local reader gets the writer's kept samples when the match
+    completes. Readers outside lockstep stay volatile: they work with any publisher."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )
+
+
 class PeerTable:
     """The driver's record of lockstep peers: the last tick stamp (s) each one acknowledged."""
 

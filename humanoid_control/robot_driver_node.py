@@ -53,7 +53,7 @@ from humanoid_control.driver_core import (
 from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
-from humanoid_control.lockstep import ACK_TOPIC, PeerTable
+from humanoid_control.lockstep import ACK_TOPIC, PeerTable, tick_stream_qos
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
 from humanoid_control.robot_model import FrictionPatch
@@ -273,8 +273,9 @@ class RobotDriverNode(Node):
         self.realtime_commands_late = 0
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_joints = self.create_publisher(JointState, "/joint_states", reliable)
-        self.pub_imu = self.create_publisher(Imu, "/imu/data", reliable)
+        stream = tick_stream_qos()  # per-tick streams (see lockstep.tick_stream_qos)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", stream)
+        self.pub_imu = self.create_publisher(Imu, "/imu/data", stream)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # depth 10: fast transitions (ramp -> damping) all reach subscribers; the last message is the
         # current mode
@@ -287,9 +288,9 @@ class RobotDriverNode(Node):
         )
         if self.backend.simulated:
             self.pub_clock = self.create_publisher(Clock, "/clock", 10)
-            self.pub_truth = self.create_publisher(Odometry, "/sim/ground_truth", reliable)
+            self.pub_truth = self.create_publisher(Odometry, "/sim/ground_truth", stream)
             self.pub_contacts = {
-                side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", reliable)
+                side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", stream)
                 for side in self.config.feet
             }
             self.pub_push = self.create_publisher(WrenchStamped, "/sim/push", reliable)

@@ -28,12 +28,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
-from humanoid_control.lockstep import LockstepPeer
+from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_control.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
@@ -110,10 +109,10 @@ class StateEstimatorNode(Node):
         self.imu_stale_odom = 0  # /odom published from joint states alone (IMU stopped)
         self.imu_only_odom = 0  # /odom published from the IMU alone (joint states stopped)
         self._slip_ticks_reported = np.zeros(2, dtype=int)
-        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_odom = self.create_publisher(Odometry, "/odom", reliable)
+        stream = tick_stream_qos()  # per-tick outputs (see lockstep.tick_stream_qos)
+        self.pub_odom = self.create_publisher(Odometry, "/odom", stream)
         self.pub_contacts = [
-            self.create_publisher(WrenchStamped, f"/contacts/{side}", reliable) for side in self.est.kin.sides
+            self.create_publisher(WrenchStamped, f"/contacts/{side}", stream) for side in self.est.kin.sides
         ]
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.pub_tf = None
@@ -126,7 +125,9 @@ class StateEstimatorNode(Node):
                 self._tf_type = TFMessage
                 self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
         # deep queues (4 s at 500 Hz): every IMU sample must be integrated, also when this node falls behind
-        deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+        # (transient-local in lockstep: the first tick reaches this node even when the driver's writers
+        # matched it late)
+        deep = tick_stream_qos(2000, latched=lockstep)
         self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
         self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
         self.create_service(Trigger, "~/reset", self._on_reset)

@@ -44,7 +44,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
-from humanoid_control.lockstep import LockstepPeer
+from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_control.wbc.balance import BalanceSettings
@@ -116,6 +116,15 @@ class WbcNode(Node):
         self.skipped = 0
         self.full_problem_ticks = 0  # ticks that solved the QP with its limit rows (limit screening)
 
+        self.lockstep = declare(
+            self,
+            "lockstep",
+            False,
+            "lockstep peer of the driver: every joint state is answered with the /odom of its own stamp "
+            "(waiting for it at most pending_timeout_s) and acknowledged on /lockstep/ack once its command "
+            "is out",
+            read_only=True,
+        )
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -124,7 +133,9 @@ class WbcNode(Node):
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.pub_markers = self.create_publisher(MarkerArray, "/wbc/markers", 10) if self.markers_on else None
-        deep = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        deep = tick_stream_qos(
+            100, latched=self.lockstep
+        )  # transient-local in lockstep: tick 0 is never lost
         self.create_subscription(
             String,
             f"{self.driver}/mode",
@@ -154,15 +165,6 @@ class WbcNode(Node):
             10.0,
         )
         self.create_timer(0.01, self._expire_pending, clock=steady)
-        self.lockstep = declare(
-            self,
-            "lockstep",
-            False,
-            "lockstep peer of the driver: every joint state is answered with the /odom of its own stamp "
-            "(waiting "
-            "for it at most pending_timeout_s) and acknowledged on /lockstep/ack once its command is out",
-            read_only=True,
-        )
         self.peer = LockstepPeer(self, self.lockstep, ready=lambda: self.runner.gains_ready)
         self._publish_state()
         gc.collect()

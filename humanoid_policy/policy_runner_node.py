@@ -39,7 +39,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
-from humanoid_control.lockstep import LockstepPeer
+from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
 from humanoid_control.ros_utils import declare, from_time_msg, run_node
 from humanoid_policy.manifest import load_policy
@@ -146,7 +146,7 @@ class PolicyRunnerNode(Node):
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         stream = (
-            reliable
+            tick_stream_qos(latched=self.lockstep)  # transient-local in lockstep: tick 0 is never lost
             if state_qos == "reliable"
             else QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         )

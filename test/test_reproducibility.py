@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_control.lockstep import tick_stream_qos
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +43,8 @@ class Recorder:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
 
+        probe.subscribe(Odometry, "/odom", self.on_odom, tick_stream_qos(2000), per_tick=True)
         qos = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
-        probe.subscribe(Odometry, "/odom", self.on_odom, qos, per_tick=True)
         probe.node.create_subscription(JointState, "/joint_commands", self.on_command, qos)
 
 
