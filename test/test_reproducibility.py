@@ -123,35 +123,33 @@ def _wbc_push_run(out: Path) -> tuple[GraphProbe, Recorder]:
     return g.probe, rec
 
 
-def _first_difference(xs: list[Any], ys: list[Any], stamps: list[float]) -> str:
-    """Where two series first differ (for failure messages)."""
+def _same(name: str, xs: list[Any], ys: list[Any], stamps: list[float]) -> None:
+    """Assert two series are identical; the message names the first differing stamp (not a full diff)."""
+    if xs == ys:
+        return
     for t, x, y in zip(stamps, xs, ys, strict=False):
         if x != y:
-            return f"first difference at t = {t:.3f} s"
-    return "same values, different lengths"
+            raise AssertionError(f"{name} differs between the runs, first at t = {t:.3f} s: {x} != {y}")
+    raise AssertionError(f"{name}: same values, different lengths ({len(xs)} != {len(ys)})")
 
 
 def _compare(a: tuple[GraphProbe, Recorder], b: tuple[GraphProbe, Recorder], until: float) -> None:
     (pa, ra), (pb, rb) = a, b
+    for p in (pa, pb):  # a dropped peer makes a run irreproducible: say so rather than show a difference
+        assert not p.lockstep_status.get("dropped"), f"lockstep peers dropped: {p.lockstep_status}"
     n = min(sum(t <= until for t in pa.data.truth_t), sum(t <= until for t in pb.data.truth_t))
     assert n > 1000
-    assert pa.data.truth_t[:n] == pb.data.truth_t[:n]
-    assert pa.data.truth_pos[:n] == pb.data.truth_pos[:n], "ground truth differs between the runs: " + (
-        _first_difference(pa.data.truth_pos[:n], pb.data.truth_pos[:n], pa.data.truth_t[:n])
-    )
-    assert pa.data.truth_quat_wxyz[:n] == pb.data.truth_quat_wxyz[:n]
-    assert pa.data.joint_q[:n] == pb.data.joint_q[:n]
+    ta = pa.data.truth_t[:n]
+    _same("ground truth stamps", ta, pb.data.truth_t[:n], ta)
+    _same("ground truth position", pa.data.truth_pos[:n], pb.data.truth_pos[:n], ta)
+    _same("ground truth orientation", pa.data.truth_quat_wxyz[:n], pb.data.truth_quat_wxyz[:n], ta)
+    _same("joint positions", pa.data.joint_q[:n], pb.data.joint_q[:n], pa.data.joint_t[:n])
     common = sorted(t for t in set(ra.odom) & set(rb.odom) if t <= until)
     assert len(common) > 1000
-    assert [ra.odom[t] for t in common] == [rb.odom[t] for t in common], (
-        "/odom differs between the runs: "
-        + (_first_difference([ra.odom[t] for t in common], [rb.odom[t] for t in common], common))
-    )
+    _same("/odom", [ra.odom[t] for t in common], [rb.odom[t] for t in common], common)
     cmds = sorted(t for t in set(ra.commands) & set(rb.commands) if t <= until)
     assert len(cmds) > 500
-    assert [ra.commands[t] for t in cmds] == [rb.commands[t] for t in cmds], "commands differ: " + (
-        _first_difference([ra.commands[t] for t in cmds], [rb.commands[t] for t in cmds], cmds)
-    )
+    _same("commands", [ra.commands[t] for t in cmds], [rb.commands[t] for t in cmds], cmds)
     assert pa.data.modes == pb.data.modes
 
 
