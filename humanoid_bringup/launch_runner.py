@@ -82,8 +82,15 @@ SUPPORTED_SUBSTITUTIONS = (
 )
 OUTPUT_MODES = ("screen", "log", "both")
 
+#: Words of an ``if:`` / ``unless:`` condition, compared lower-cased and unstripped, as ``launch``'s
+#: ``IfCondition`` does (``evaluate_condition_expression``); anything else is an error there and here.
+_CONDITION_TRUE = ("true", "1")
+_CONDITION_FALSE = ("false", "0")
+#: Words of the boolean attributes ``scoped``, ``forwarding``, ``shell`` and ``respawn``.
 _TRUE_WORDS = ("true", "1", "yes")
 _FALSE_WORDS = ("false", "0", "no")
+#: Exit code of a usage, launch-file or launch-argument error (``LaunchError``), as ``ros2 launch``.
+EXIT_LAUNCH_ERROR = 1
 _SIGKILL_AFTER_SIGTERM_S = 2.0
 _POLL_S = 0.02
 
@@ -758,6 +765,7 @@ class _Interpreter:
 
     @staticmethod
     def truth(value: str, what: str) -> bool:
+        """Value of a boolean attribute (scoped, forwarding, shell, respawn): true/1/yes, false/0/no."""
         lowered = value.strip().lower()
         if lowered in _TRUE_WORDS:
             return True
@@ -767,15 +775,33 @@ class _Interpreter:
             f"{what}: {value!r} is not a boolean (use one of {', '.join(_TRUE_WORDS + _FALSE_WORDS)})"
         )
 
+    @staticmethod
+    def condition(value: str, what: str) -> bool:
+        """The truth of a substituted ``if:`` / ``unless:`` expression.
+
+        As ``launch.conditions.evaluate_condition_expression``: the text is lower-cased (not stripped) and
+        must be one of ``true``, ``1``, ``false``, ``0``; ``yes``, ``on`` and the like are errors.
+        """
+        lowered = value.lower()
+        if lowered in _CONDITION_TRUE:
+            return True
+        if lowered in _CONDITION_FALSE:
+            return False
+        words = ", ".join(_CONDITION_TRUE + _CONDITION_FALSE)
+        raise LaunchError(
+            f"{what}: invalid condition expression {value!r}, expected one of [{words}] (any case; "
+            f"ros2 launch accepts nothing else either)"
+        )
+
     def condition_holds(self, body: Mapping[str, Any], where: str) -> bool:
         if_expr = self.get_str(body, "if", where)
         unless_expr = self.get_str(body, "unless", where)
         if if_expr is not None and unless_expr is not None:
             raise LaunchError(f"{where}: 'if' and 'unless' cannot be used together")
         if if_expr is not None:
-            return self.truth(self.subst(if_expr, where), f"{where}: 'if' condition")
+            return self.condition(self.subst(if_expr, where), f"{where}: 'if' condition")
         if unless_expr is not None:
-            return not self.truth(self.subst(unless_expr, where), f"{where}: 'unless' condition")
+            return not self.condition(self.subst(unless_expr, where), f"{where}: 'unless' condition")
         return True
 
     # ---- actions --------------------------------------------------------------------------------
@@ -844,9 +870,11 @@ class _Interpreter:
 
     def do_set_parameter(self, body: Mapping[str, Any], where: str) -> None:
         name = self.subst(self.get_str(body, "name", where, required=True) or "", where)
-        if "value" not in body:
-            raise LaunchError(f"{where}: missing required attribute 'value'")
-        self.scope.global_params[name] = self.param_value(body["value"], f"{where} parameter '{name}'")
+        # launch_ros' SetParameter parses its value as a substitution even without one, so the text is
+        # always type-guessed (evaluate_parameter_dict): 'true' -> true, '500' -> 500
+        raw = self.get_str(body, "value", where, required=True) or ""
+        what = f"{where} parameter '{name}'"
+        self.scope.global_params[name] = _typed_value(self.subst(raw, what), what)
 
     def do_push_ros_namespace(self, body: Mapping[str, Any], where: str) -> None:
         namespace = self.subst(self.get_str(body, "namespace", where, required=True) or "", where)
@@ -1030,18 +1058,28 @@ class _Interpreter:
         return {name: nested}
 
     def param_value(self, raw: Any, where: str) -> Any:
-        """Turn a YAML parameter value into a ROS parameter value (like launch_ros does)."""
+        """Turn the ``value`` of a node's ``param`` entry into a ROS parameter value, as ``launch_ros`` does.
+
+        - a YAML bool, int or float stays as it is;
+        - a string without a substitution is a string, as written (``'500'`` gives ``"500"``, ``'[1, 2]'``
+          gives ``"[1, 2]"``): ``parse_if_substitutions`` keeps literal text a ``str``;
+        - a string with a substitution is substituted and its result type-guessed with YAML rules
+          (:func:`_typed_value`: ``500`` int, ``500.0`` float, ``true`` bool, ``[1, 2]`` int array; a null,
+          an empty result or a mapping is an error);
+        - a YAML list applies these rules to each item; the items must all end up with the same type
+          (``[1, 2.5]`` is refused by ``ros2 launch`` as a non-uniform list) and the list must not be empty.
+        """
         if isinstance(raw, bool | int | float):
             return raw
         if isinstance(raw, str):
-            return _yaml_scalar(self.subst(raw, where), where)
+            return self._param_text(raw, where, in_list=False)
         if isinstance(raw, list):
             if not raw:
                 raise LaunchError(f"{where}: empty lists are not valid parameter values (type unknown)")
             items = []
             for item in raw:
                 if isinstance(item, str):
-                    items.append(_yaml_scalar(self.subst(item, where), where, in_list=True))
+                    items.append(self._param_text(item, where, in_list=True))
                 elif isinstance(item, bool | int | float):
                     items.append(item)
                 else:
@@ -1057,6 +1095,14 @@ class _Interpreter:
             f"{where}: unsupported parameter value {raw!r} (use nested 'param' entries for mappings)"
         )
 
+    def _param_text(self, raw: str, where: str, *, in_list: bool) -> Any:
+        """A string parameter value: literal text stays a string; a substituted one is type-guessed."""
+        nodes = _parse_template(raw, where)
+        text = self.eval_nodes(nodes, where)
+        if not any(isinstance(node, _Subst) for node in nodes):
+            return text
+        return _typed_value(text, where, in_list=in_list)
+
     def write_params_file(self, label: str, key: str, params: dict[str, Any]) -> str:
         if self.temp_dir is None:
             self.temp_dir = tempfile.mkdtemp(prefix="humanoid_launch_")
@@ -1069,25 +1115,42 @@ class _Interpreter:
         return str(path)
 
 
-def _yaml_scalar(text: str, where: str, *, in_list: bool = False) -> Any:
-    """Parse a substituted string with YAML rules: "500" -> 500, "true" -> True, "[1, 2]" -> [1, 2]."""
-    if not text.strip():
-        return text
+def _typed_value(text: str, where: str, *, in_list: bool = False) -> Any:
+    """Type-guess a substituted parameter value with YAML rules, as ``launch_ros`` does.
+
+    ``"500"`` -> 500, ``"500.0"`` -> 500.0, ``"true"`` -> True, ``"g1"`` -> ``"g1"``, ``"[1, 2]"`` -> [1, 2]
+    (not inside a list). Errors, as in ``ros2 launch``: text that is not YAML, YAML null (``null``, ``~``,
+    an empty or blank result), a mapping, a date, an empty or non-uniform list. To keep such a result as a
+    string, quote it in the launch file: ``value: "'$(var x)'"``.
+    """
+    hint = f"quote it to keep a string, e.g. value: \"'{text}'\""
     try:
         value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LaunchError(f"{where}: substituted value {text!r} is not valid YAML ({first}); {hint}") from exc
+    if value is None:
+        raise LaunchError(
+            f"{where}: substituted value {text!r} is YAML null, which is not a parameter value "
+            f"(ros2 launch refuses it too); {hint}"
+        )
     if isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list) and not in_list:
-        if not value or not all(isinstance(item, bool | int | float | str) for item in value):
-            raise LaunchError(f"{where}: {text!r} is not a valid parameter array")
+        if not value or not all(type(item) in (bool, int, float, str) for item in value):
+            raise LaunchError(
+                f"{where}: substituted value {text!r} is not a valid parameter array "
+                "(a non-empty list of bools, ints, floats or strings)"
+            )
         if len({type(item) for item in value}) > 1:
-            raise LaunchError(f"{where}: array {text!r} mixes types (ROS 2 parameter arrays are homogeneous)")
+            raise LaunchError(
+                f"{where}: substituted array {text!r} mixes types (ROS 2 parameter arrays are homogeneous)"
+            )
         return value
-    if value is None or isinstance(value, list):
-        return text
-    raise LaunchError(f"{where}: {text!r} is not a valid parameter value (use nested 'param' entries)")
+    raise LaunchError(
+        f"{where}: substituted value {text!r} is a YAML {type(value).__name__}, not a parameter value "
+        f"(a bool, int, float, string{'' if in_list else ' or a list of one of them'}); {hint}"
+    )
 
 
 def _join_namespace(base: str | None, namespace: str) -> str:
@@ -1489,13 +1552,18 @@ def _launch_file_from(positional: Sequence[str]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point (``humanoid-launch``); returns the exit code."""
+    """Command line entry point (``humanoid-launch``); returns the exit code.
+
+    0 for ``--print`` / ``--show-args`` and a clean run; 1 (:data:`EXIT_LAUNCH_ERROR`) for a launch-file or
+    launch-argument error, as ``ros2 launch``; 2 for a malformed command line (argparse, as the ``ros2``
+    command); otherwise what :func:`run` returns.
+    """
     parser = argparse.ArgumentParser(
         prog=RUNNER,
         usage=f"{RUNNER} [-h] [-s] [-p] [--sigterm-timeout SECONDS] "
         "FILE_OR_PACKAGE [LAUNCH_FILE] [name:=value ...]",
         description="Run a ROS 2 YAML launch file without launch/launch_ros (subset of ros2 launch).",
-        epilog="Example: humanoid-launch humanoid_stack sim.launch.yaml headless:=true",
+        epilog="Example: humanoid-launch humanoid_stack sim.launch.yaml clock:=realtime",
     )
     parser.add_argument(
         "-s", "--show-args", action="store_true", help="print the declared arguments and exit"
@@ -1531,7 +1599,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = load_launch_description(path, launch_args)
     except LaunchError as exc:
         print(f"{RUNNER}: error: {exc}", file=sys.stderr, flush=True)
-        return 2
+        return EXIT_LAUNCH_ERROR
     except KeyboardInterrupt:
         return 130
     if options.print_only:

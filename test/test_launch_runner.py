@@ -262,15 +262,28 @@ launch:
 - executable: {cmd: echo headless, if: $(var headless)}
 - executable: {cmd: echo always, if: 'True'}
 - executable: {cmd: echo never, if: '0'}
-- executable: {cmd: echo yes, if: 'yes'}
+- executable: {cmd: echo one, unless: '0'}
+- executable: {cmd: echo upper, if: 'FALSE'}
 """
     path = write_text_launch(tmp_path, text)
     names = [p.cmd[1] for p in load_launch_description(path, {}).processes]
-    assert names == ["viewer", "always", "yes"]
+    assert names == ["viewer", "always", "one"]
     names = [p.cmd[1] for p in load_launch_description(path, {"headless": "true"}).processes]
-    assert names == ["headless", "always", "yes"]
-    with pytest.raises(LaunchError, match="not a boolean"):
-        load_launch_description(path, {"headless": "maybe"})
+    assert names == ["headless", "always", "one"]
+    names = [p.cmd[1] for p in load_launch_description(path, {"headless": "1"}).processes]
+    assert names == ["headless", "always", "one"]
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off", "y", "2", "", " true", "true "])
+@pytest.mark.parametrize("key", ["if", "unless"])
+def test_condition_words_other_than_true_false_1_0_are_errors(tmp_path: Path, key: str, word: str) -> None:
+    # launch.conditions.evaluate_condition_expression: lower-cased (not stripped) text must be one of
+    # true, 1, false, 0 ("expected one of [true, 1, false, 0]")
+    echo = {"executable": {"cmd": "echo x", key: "$(var w)"}}
+    path = write_launch(tmp_path, [{"arg": {"name": "w"}}, echo])
+    expected = r"invalid condition expression .*expected one of \[true, 1, false, 0\]"
+    with pytest.raises(LaunchError, match=expected):
+        load_launch_description(path, {"w": word})
 
 
 def test_group_scoping(tmp_path: Path) -> None:
@@ -322,8 +335,12 @@ launch:
     - {name: frame, value: base_link}
     - {name: stiffness, value: [100.0, 50.5]}
     - {name: joints, value: "[1, 2, 3]"}
+    - {name: joints_subst, value: "[$(var rate), 2]"}
     - {name: quoted, value: "'500'"}
+    - {name: quoted_subst, value: "'$(var rate)'"}
+    - {name: literal_int, value: '500'}
     - {name: typed, value: 7}
+    - {name: items, value: ['a', '$(var use_sim_time)x', 'b']}
     - name: pid
       param:
       - {name: kp, value: 1.5}
@@ -345,14 +362,19 @@ def node_plan(tmp_path: Path) -> Iterator[LaunchPlan]:
 
 def test_node_parameter_typing(node_plan: LaunchPlan) -> None:
     proc = node_plan.processes[0]
+    # launch_ros: a value with a substitution is type-guessed with YAML rules; literal text stays a string
     assert proc.params == {
         "rate_hz": 500,
         "use_sim_time": True,
         "frame": "base_link",
         "stiffness": [100.0, 50.5],
-        "joints": [1, 2, 3],
-        "quoted": "500",
+        "joints": "[1, 2, 3]",
+        "joints_subst": [500, 2],
+        "quoted": "'500'",
+        "quoted_subst": "500",
+        "literal_int": "500",
         "typed": 7,
+        "items": ["a", "truex", "b"],
         "pid": {"kp": 1.5},
     }
     assert isinstance(proc.params["rate_hz"], int)
@@ -406,9 +428,11 @@ launch:
 """
     plan = load_launch_description(write_text_launch(tmp_path, text), {})
     hold, desc = plan.processes
-    assert hold.params == {"use_sim_time": True, "kp": 20}
+    # set_parameter type-guesses even literal text (launch_ros parses its value as a substitution); a
+    # node's literal 'value' stays a string
+    assert hold.params == {"use_sim_time": True, "kp": "20"}
     content = yaml.safe_load(Path(hold.cmd[-1]).read_text(encoding="utf-8"))
-    assert content == {"/**": {"ros__parameters": {"use_sim_time": True, "kp": 20}}}
+    assert content == {"/**": {"ros__parameters": {"use_sim_time": True, "kp": "20"}}}
     assert desc.name == "robot_description" and desc.params == {"use_sim_time": True}
     assert "-r" not in desc.cmd
     plan.cleanup()
@@ -430,9 +454,102 @@ launch:
 
 
 def test_mixed_type_list_parameter_is_rejected(tmp_path: Path) -> None:
+    # launch's parse_if_substitutions: "The result is a non-uniform list"
     text = "launch:\n- node: {pkg: humanoid_stack, exec: robot_driver, param: [{name: k, value: [1, 2.5]}]}\n"
     with pytest.raises(LaunchError, match="same type"):
         load_launch_description(write_text_launch(tmp_path, text), {})
+
+
+PARAM_FILE = """\
+launch:
+- arg: {name: v, default: '500'}
+- node: {pkg: humanoid_stack, exec: robot_driver, name: d, param: [{name: p, value: VALUE}]}
+"""
+
+
+def param_of(tmp_path: Path, value: str, v: str | None = None) -> Any:
+    """The value that parameter ``p`` gets from ``value: VALUE`` (written verbatim), with ``v:=...``."""
+    path = write_text_launch(tmp_path, PARAM_FILE.replace("VALUE", value))
+    plan = load_launch_description(path, {} if v is None else {"v": v})
+    plan.cleanup()
+    return plan.processes[0].params["p"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("'500'", "500"),
+        ("'500.0'", "500.0"),
+        ("'true'", "true"),
+        ("'[1, 2.5]'", "[1, 2.5]"),
+        ("'{a: 1}'", "{a: 1}"),
+        ("'null'", "null"),
+        ("''", ""),
+        ("'a\\$(var v)'", "a$(var v)"),  # an escaped '$(' is text, not a substitution
+        ("500", 500),
+        ("500.0", 500.0),
+        ("true", True),
+        ("['1', '2']", ["1", "2"]),
+    ],
+)
+def test_literal_parameter_values_are_not_type_guessed(tmp_path: Path, value: str, expected: Any) -> None:
+    # launch_ros: a value without a substitution keeps its YAML type; a string stays the string written
+    result = param_of(tmp_path, value)
+    assert result == expected and type(result) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("v", "expected"),
+    [
+        ("500", 500),
+        ("500.0", 500.0),
+        ("true", True),
+        ("True", True),
+        ("g1", "g1"),
+        ("[1, 2]", [1, 2]),
+        ("[0.5, 1.5]", [0.5, 1.5]),
+        ("'500'", "500"),
+    ],
+)
+def test_substituted_parameter_values_are_type_guessed(tmp_path: Path, v: str, expected: Any) -> None:
+    result = param_of(tmp_path, "'$(var v)'", v)
+    assert result == expected and type(result) is type(expected)
+    assert param_of(tmp_path, "\"'$(var v)'\"", "500") == "500"  # quoted in the file: a string
+
+
+@pytest.mark.parametrize(
+    ("v", "match"),
+    [
+        ("null", "YAML null"),
+        ("~", "YAML null"),
+        ("", "YAML null"),
+        ("  ", "YAML null"),
+        ("{a: 1}", "YAML dict"),
+        ("[1, 2.5]", "mixes types"),
+        ("[]", "not a valid parameter array"),
+        ("[[1]]", "not a valid parameter array"),
+        ("a: b: c", "not valid YAML"),
+    ],
+)
+def test_bad_substituted_parameter_values_are_errors(tmp_path: Path, v: str, match: str) -> None:
+    # launch_ros: evaluate_parameter_dict / coerce_to_type raise for these; a quoted value stays a string
+    with pytest.raises(LaunchError, match=match):
+        param_of(tmp_path, "'$(var v)'", v)
+    assert param_of(tmp_path, "\"'$(var v)'\"", "null") == "null"
+
+
+def test_set_parameter_value_is_always_type_guessed(tmp_path: Path) -> None:
+    # launch_ros' SetParameter parses its value as a substitution: even literal text is type-guessed
+    node = {"node": {"pkg": "humanoid_stack", "exec": "robot_driver"}}
+    plan = load_launch_description(
+        write_launch(tmp_path, [{"set_parameter": {"name": "x", "value": "500"}}, node]), {}
+    )
+    assert plan.processes[0].params == {"x": 500}
+    plan.cleanup()
+    for value, match in (("null", "YAML null"), (5, "must be a string")):
+        path = write_launch(tmp_path, [{"set_parameter": {"name": "x", "value": value}}, node])
+        with pytest.raises(LaunchError, match=match):
+            load_launch_description(path)
 
 
 def test_node_from_ament_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -525,15 +642,28 @@ def test_wrong_structure_error(tmp_path: Path, text: str) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def test_main_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_launch_and_argument_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # ros2 launch exits with 1 for launch-file and launch-argument errors
     path = write_text_launch(tmp_path, ARGS_FILE)
-    assert main([str(path), "clok:=realtime"]) == 2
+    assert main([str(path), "clok:=realtime"]) == 1
     assert "unknown launch argument 'clok'" in capsys.readouterr().err
-    assert main([str(path), "clock:=fast"]) == 2
+    assert main([str(path), "clock:=fast"]) == 1
     err = capsys.readouterr().err
     assert "'clock'" in err and "lockstep, realtime" in err
-    assert main([str(tmp_path / "missing.launch.yaml")]) == 2
+    assert main([str(tmp_path / "missing.launch.yaml")]) == 1
     assert "not found" in capsys.readouterr().err
+    bad = write_text_launch(tmp_path, "launch:\n- executable: {cmd: echo x, if: 'yes'}\n", "bad.launch.yaml")
+    assert main([str(bad)]) == 1
+    assert "invalid condition expression 'yes'" in capsys.readouterr().err
+    assert main(["--print", str(bad)]) == 1
+
+
+def test_main_malformed_command_line_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse's usage error, as the ros2 command's own (argparse) usage errors
+    with pytest.raises(SystemExit) as info:
+        main(["--no-such-option", "x.launch.yaml"])
+    assert info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
 
 
 def test_main_show_args_and_print(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
