@@ -57,7 +57,7 @@ from humanoid_control.lockstep import ACK_TOPIC, PeerTable, tick_stream_qos
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
 from humanoid_control.robot_model import FrictionPatch
-from humanoid_control.ros_utils import declare, from_time_msg, run_node, to_time_msg
+from humanoid_control.ros_utils import declare, declare_double_array, from_time_msg, run_node, to_time_msg
 
 CLOCK_MODES = ("lockstep", "realtime")
 
@@ -210,25 +210,21 @@ class RobotDriverNode(Node):
                     f"parameter rate_hz: {rate} Hz is not a whole number of physics steps of "
                     f"{self.config.simulation.timestep} s"
                 )
-        # explicit per-joint command gains (configuration order), e.g. set by a policy runner (manifest)
-        from rcl_interfaces.msg import ParameterDescriptor
-        from rclpy.parameter import Parameter
-
-        gains0 = []
-        for name, what in (("command_kp", "stiffness (N m/rad)"), ("command_kd", "damping (N m s/rad)")):
-            param = self.declare_parameter(
+        # explicit per-joint command gains (configuration order), e.g. set by a policy runner (manifest);
+        # empty (the default) means unset: gain_profile applies. Always a value: ros2 param dump sees them.
+        kp0, kd0 = (
+            declare_double_array(
+                self,
                 name,
-                Parameter.Type.DOUBLE_ARRAY,
-                ParameterDescriptor(
-                    description=f"command {what} per joint in configuration order; overrides gain_profile"
-                ),
+                f"command {what} per joint in configuration order; overrides gain_profile; "
+                "empty (both): gain_profile applies",
             )
-            gains0.append(param.value)
-        kp0, kd0 = gains0
-        if kp0 is not None or kd0 is not None:
-            if kp0 is None or kd0 is None:
+            for name, what in (("command_kp", "stiffness (N m/rad)"), ("command_kd", "damping (N m s/rad)"))
+        )
+        if kp0 or kd0:
+            if not (kp0 and kd0):
                 raise ValueError("parameters command_kp and command_kd must be given together")
-            self.core.set_command_gains(list(kp0), list(kd0))
+            self.core.set_command_gains(list(kp0), list(kd0), name="command_kp/kd")
         self.push_limits = PushLimits(timestep=self.config.simulation.timestep)
         self.push_force = list(
             declare(
@@ -356,17 +352,28 @@ class RobotDriverNode(Node):
                     self.config.gain_profile(p.value)
                 except ConfigError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
+        clear_gains = False
         if gains:
             if len(gains) != 2:
                 return SetParametersResult(
                     successful=False, reason="set command_kp and command_kd together (one call)"
                 )
-            try:
-                validate_gains(self.config, list(gains["command_kp"]), list(gains["command_kd"]))
-            except (ValueError, TypeError) as exc:
-                return SetParametersResult(successful=False, reason=f"refused gains: {exc}")
+            kp, kd = list(gains["command_kp"]), list(gains["command_kd"])
+            clear_gains = not kp and not kd  # both empty: unset, gain_profile applies again
+            if not clear_gains:
+                try:
+                    validate_gains(self.config, kp, kd)
+                except (ValueError, TypeError) as exc:
+                    return SetParametersResult(
+                        successful=False,
+                        reason=f"refused gains: {exc} (both empty: gain_profile applies)",
+                    )
         with self.lock:
-            if gains:
+            if clear_gains:
+                profile = self.get_parameter("gain_profile").value
+                self.core.set_command_profile(profile)
+                self.get_logger().info(f"command_kp / command_kd cleared: gain profile '{profile}' applies")
+            elif gains:
                 self.core.set_command_gains(
                     list(gains["command_kp"]), list(gains["command_kd"]), name="command_kp/kd"
                 )

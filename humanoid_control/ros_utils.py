@@ -54,8 +54,14 @@ def declare(
 ) -> Any:
     """Declare a parameter with a descriptor and return its value.
 
-    Numbers get a range, so bad values are refused.
+    Numbers get a range, so bad values are refused. ``default`` must be a value, and a list must not be empty:
+    its type is inferred from it (an empty list would give a byte array). For a parameter that means "unset"
+    use :func:`declare_double_array` (or an empty string), never a parameter without a value: ``ros2 param
+    dump`` and rqt_reconfigure ask for all parameters at once, and rclpy answers that request with nothing
+    when one of them has no value.
     """
+    if default is None or (isinstance(default, list | tuple) and not default):
+        raise ValueError(f"parameter {name}: declare() needs a default value with a type, got {default!r}")
     desc = ParameterDescriptor(description=description, read_only=read_only)
     if low is not None and high is not None:
         if isinstance(default, bool):
@@ -69,6 +75,29 @@ def declare(
     if isinstance(default, float):
         _coerce_integer_override(node, name)
     return node.declare_parameter(name, default, desc).value
+
+
+def declare_double_array(node: Any, name: str, description: str) -> list[float]:
+    """Declare a ``double[]`` parameter whose default is the empty array, and return its value.
+
+    rclpy infers a byte array from a plain ``[]`` default, and a parameter declared with only its type has
+    no value (``PARAMETER_NOT_SET``): rclpy then answers a ``get_parameters`` request that names it, such
+    as the one of ``ros2 param dump`` or rqt_reconfigure for all parameters, with nothing. So the parameter
+    is declared with its type and, unless an override (``--params-file``, ``-p``) gave it a value, set to
+    ``[]`` as a ``DOUBLE_ARRAY`` at once; its type stays ``double[]`` for later ``set_parameters`` calls.
+    """
+    from rclpy.parameter import Parameter
+
+    desc = ParameterDescriptor(description=description)
+    param = node.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, desc)
+    if param.type_ == Parameter.Type.NOT_SET:
+        # a set, not a declared value: it runs the node's on-set callbacks registered so far (declare first),
+        # and rclpy would refuse it for a read-only parameter (hence no read_only here)
+        result = node.set_parameters([Parameter(name, Parameter.Type.DOUBLE_ARRAY, [])])[0]
+        if not result.successful:
+            raise ValueError(f"parameter {name}: could not give it its empty default: {result.reason}")
+        return []
+    return [float(v) for v in param.value]
 
 
 def _coerce_integer_override(node: Any, name: str) -> None:
