@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, tick_stream_qos
+from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,7 +207,7 @@ class GraphProbe:
         self.cmd_pub = self.node.create_publisher(
             JointState, "/joint_commands", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         )
-        self.reliable = reliable
+        self.reliable = reliable  # the per-tick streams' QoS (transient-local for a lockstep peer)
         # in the driver's publish order: the mode and diagnostics of tick k-1 are served before the state of
         # tick k (rclpy serves ready subscriptions in creation order), so a tick held by run_until has them
         self.node.create_subscription(
@@ -323,7 +323,7 @@ class GraphProbe:
             Header,
             ACK_TOPIC,
             self._on_peer_ack,
-            QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE),
+            tick_stream_qos(1000),  # transient-local: acks sent before the peers' writers matched us arrive
         )
         end = time.monotonic() + timeout
         alive = running or (lambda: True)
@@ -345,9 +345,7 @@ class GraphProbe:
 
         wait(lambda: f"subscriptions without a publisher: {unmatched()}", lambda: not unmatched())
         if self.lockstep_peer:
-            self._ack_pub = self.node.create_publisher(
-                Header, ACK_TOPIC, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-            )
+            self._ack_pub = self.node.create_publisher(Header, ACK_TOPIC, ack_qos())
             wait(
                 lambda: "the driver's /lockstep/ack reader",
                 lambda: self._ack_pub.get_subscription_count() > 0,

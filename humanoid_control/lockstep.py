@@ -51,6 +51,13 @@ def tick_stream_qos(depth: int = 10, latched: bool = True) -> Any:
     )
 
 
+def ack_qos(latched: bool = True) -> Any:
+    """QoS of ``/lockstep/ack``: reliable, keep-last 100; the peers publish it transient-local, so that an
+    evaluator whose reader the peers' writers matched late still gets their acknowledgement of tick 0 (its
+    :meth:`GraphProbe.run_until` waits for every peer's). The driver reads it volatile."""
+    return tick_stream_qos(100, latched=latched)
+
+
 class PeerTable:
     """The driver's record of lockstep peers: the last tick stamp (s) each one acknowledged."""
 
@@ -124,9 +131,7 @@ class LockstepPeer:
         from std_msgs.msg import Header, String
 
         self._header_type = Header
-        self._pub = node.create_publisher(
-            Header, ACK_TOPIC, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        )
+        self._pub = node.create_publisher(Header, ACK_TOPIC, ack_qos())
         # the join is repeated until the driver lists this node: a join sent while only another reader of
         # /lockstep/ack (an evaluator) was matched never reached the driver
         node.create_subscription(

@@ -102,13 +102,16 @@ def _policy_run(out: Path) -> tuple[GraphProbe, Recorder]:
 
 def _wbc_push_run(out: Path) -> tuple[GraphProbe, Recorder]:
     """Driver, estimator and WBC: stand, a 6 N s push to the front at a held tick, 1 s after it."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+
     from humanoid_bringup.push_eval import WbcGraph
 
     g = WbcGraph(out, sim_duration_s=120.0)
     rec = Recorder()
-    from sensor_msgs.msg import JointState
-
-    g.probe.node.create_subscription(JointState, "/joint_commands", rec.on_command, g.probe.reliable)
+    # commands are a volatile stream (any controller may publish them): a volatile reader
+    qos = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+    g.probe.node.create_subscription(JointState, "/joint_commands", rec.on_command, qos)
     g.record_odom = True
     try:
         g.start()
