@@ -54,7 +54,8 @@ def tick_stream_qos(depth: int = 10, latched: bool = True) -> Any:
 def ack_qos(latched: bool = True) -> Any:
     """QoS of ``/lockstep/ack``: reliable, keep-last 100; the peers publish it transient-local, so that an
     evaluator whose reader the peers' writers matched late still gets their acknowledgement of tick 0 (its
-    :meth:`GraphProbe.run_until` waits for every peer's). The driver reads it volatile."""
+    :meth:`GraphProbe.run_until` waits for every peer's). The driver reads it volatile (``latched=False``):
+    a peer joins only once its writer has matched the driver, and old acks are of no use to it."""
     return tick_stream_qos(100, latched=latched)
 
 

@@ -53,7 +53,7 @@ from humanoid_control.driver_core import (
 from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
-from humanoid_control.lockstep import ACK_TOPIC, PeerTable, tick_stream_qos
+from humanoid_control.lockstep import ACK_TOPIC, PeerTable, ack_qos, tick_stream_qos
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
 from humanoid_control.robot_model import FrictionPatch
@@ -314,9 +314,7 @@ class RobotDriverNode(Node):
             ),
         )
         if self.clock_mode == "lockstep":
-            self.create_subscription(
-                Header, ACK_TOPIC, self._on_ack, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-            )
+            self.create_subscription(Header, ACK_TOPIC, self._on_ack, ack_qos(latched=False))
         self._publish_lockstep()
 
         self._joint_msg = JointState(name=self.config.joint_names)

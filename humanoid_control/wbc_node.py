@@ -133,9 +133,8 @@ class WbcNode(Node):
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.pub_markers = self.create_publisher(MarkerArray, "/wbc/markers", 10) if self.markers_on else None
-        deep = tick_stream_qos(
-            100, latched=self.lockstep
-        )  # transient-local in lockstep: tick 0 is never lost
+        # transient-local in lockstep: tick 0 is never lost
+        deep = tick_stream_qos(100, latched=self.lockstep)
         self.create_subscription(
             String,
             f"{self.driver}/mode",
