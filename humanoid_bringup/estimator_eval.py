@@ -173,10 +173,17 @@ def run_graph(
                 state["t0"] = t  # after a ramp: the first tick seen running
             t0 = state["t0"]
             state["last"] = t
+        if t0 is not None and pubs.get("cmd_sub") is not None:
+            # the script's start is known (found with a tick-by-tick acknowledgement, as its ramp path needs):
+            # from here this callback publishes only on the 10 ms grid: the probe acknowledges 10 ms at once;
+            # the 500 Hz /joint_commands, read only for the start, would cost the runner and the probe
+            probe.ack_period = 0.01
+            probe.node.destroy_subscription(pubs.pop("cmd_sub"))
         if round(t * 1000) % 10 == 0:
             tw = Twist()
             tw.linear.x, tw.linear.y, tw.angular.z = (
-                command_at(script, t - t0) if t0 is not None else (0, 0, 0)
+                # zero up to the start tick itself: t0 may not be known yet when that tick is processed
+                command_at(script, t - t0) if t0 is not None and t > t0 + 1e-9 else (0, 0, 0)
             )
             pubs["cmd"].publish(tw)
 
@@ -208,10 +215,14 @@ def run_graph(
         )
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 100)
         pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
-        node.create_subscription(JointState, "/joint_commands", on_command, qos)
+        pubs["cmd_sub"] = node.create_subscription(JointState, "/joint_commands", on_command, qos)
 
     probe = GraphProbe(
-        subscribe_description=False, name="estimator_eval", lockstep_peer=True, on_tick=on_joints, setup=setup
+        subscribe_description=False,
+        name="estimator_eval",
+        lockstep_peer=True,
+        on_tick=on_joints,
+        setup=setup,
     )
     # per tick: the probe acknowledges a tick (and run_until holds it) only once these have it too
     stream = tick_stream_qos(2000)  # per-tick streams, read as a lockstep peer (transient-local)
@@ -327,11 +338,13 @@ def run_estimator_eval(
     stand_s: float = 60.0,
     friction_patch: str | None = DEFAULT_PATCH,
     log: Any = print,
+    patch_script: list[tuple[str, float, tuple[float, float, float]]] | None = None,
 ) -> dict[str, Any]:
     """The estimator evaluation (module docstring): standing, walking, and walking over a slippery patch.
 
-    Run 1 stands ``stand_s`` s, then walks ``script``; run 2 (if ``friction_patch``) walks ``script`` with a
-    low-friction patch ``"x_min,x_max,y_min,y_max,friction"`` on the floor. Writes plots to ``out_dir``.
+    Run 1 stands ``stand_s`` s, then walks ``script``; run 2 (if ``friction_patch``) walks ``patch_script``
+    (default: ``script``) with a low-friction patch ``"x_min,x_max,y_min,y_max,friction"`` on the floor.
+    Writes plots to ``out_dir``.
     """
     from pathlib import Path
 
@@ -373,8 +386,10 @@ def run_estimator_eval(
     if friction_patch:
         patch = FrictionPatch.parse(friction_patch)
         assert patch is not None
-        log(f"estimator evaluation: {walk_s:.0f} s walking over a friction {patch.friction} patch")
-        prun = run_graph(out_dir / "patch", list(script), policy, dict(common, friction_patch=friction_patch))
+        patch_walk = list(patch_script or script)
+        patch_s = sum(d for _, d, _ in patch_walk)
+        log(f"estimator evaluation: {patch_s:.0f} s walking over a friction {patch.friction} patch")
+        prun = run_graph(out_dir / "patch", patch_walk, policy, dict(common, friction_patch=friction_patch))
         pos = np.array(prun.truth.base_pos)
         on = np.array([patch.contains(x, y) for x, y in pos[:, :2]])
         # slip ticks per second from the diagnostics (1 Hz): each interval counted on or off the patch by
@@ -390,12 +405,14 @@ def run_estimator_eval(
         result["low_friction_patch"] = {
             "patch": friction_patch,
             "fell": prun.fell,
+            "walk_s": round(patch_s, 3),
             "ticks_on_patch": int(on.sum()),
             "lin_vel_rmse_mps_on_patch": round(float(np.sqrt(np.mean(err[on] ** 2))), 4)
             if on.any()
             else None,
             "lin_vel_rmse_mps_off_patch": round(float(np.sqrt(np.mean(err[~on] ** 2))), 4),
-            # the same walk without the patch is run 1's walking part (its standing adds few slips)
+            # run 1's walking part: the same walk without the patch unless a patch_script was given (its
+            # standing adds few slips)
             "slip_ticks": _slip_ticks(prun.diagnostics),
             "slip_ticks_without_patch": result["slip_ticks"],
             "slips": [int(prun.diagnostics.get(f"slips_{s}", 0)) for s in ("left", "right")],

@@ -220,11 +220,18 @@ def run_locomotion(
                 state["t0"] = t  # after a ramp: the first tick seen running
             t0 = state["t0"]
             state["last_t"] = t
+        if t0 is not None and pubs.get("cmd_sub") is not None:
+            # the script's start is known (found with a tick-by-tick acknowledgement, as its ramp path needs):
+            # from here this callback publishes only on the 10 ms grid: the probe acknowledges 10 ms at once;
+            # the 500 Hz /joint_commands, read only for the start, would cost the runner and the probe
+            probe.ack_period = 0.01
+            probe.node.destroy_subscription(pubs.pop("cmd_sub"))
         # 100 Hz (every 5th tick at 500 Hz) is plenty for a 50 Hz policy and keeps the evaluator light
         k = round(t * 1000.0)
         if k % 10 != 0:
             return
-        cmd = command_at(script, t - t0) if t0 is not None else (0.0, 0.0, 0.0)
+        # zero up to the start tick itself: t0 may not be known yet when that tick is processed
+        cmd = command_at(script, t - t0) if t0 is not None and t > t0 + 1e-9 else (0.0, 0.0, 0.0)
         tw = Twist()
         tw.linear.x, tw.linear.y, tw.angular.z = cmd
         pubs["cmd"].publish(tw)
@@ -243,7 +250,7 @@ def run_locomotion(
         # before tick k+1, so the script starts at the same tick in every lockstep run
         node.create_subscription(String, "/policy_runner/state", on_runner_state, latched)
         pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
-        node.create_subscription(
+        pubs["cmd_sub"] = node.create_subscription(
             JointState,
             "/joint_commands",
             on_command,

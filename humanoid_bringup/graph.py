@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
+from humanoid_control.ros_utils import QuietNode, to_time_msg
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -145,6 +146,16 @@ class GraphProbe:
             and :meth:`run_until` holds the simulation at a chosen tick (for service calls at exact ticks).
         on_tick: called with each ``/joint_states`` message before the tick is acknowledged (e.g. to publish
             the ``/cmd_vel`` of a command script for that tick).
+        ack_period: (s, lockstep peer) the probe's outputs (``on_tick``'s and ``controller``'s messages) come
+            only at ticks stamped on this grid of simulated time (multiples of it); between two grid ticks it
+            sends nothing the graph reads. The probe then acknowledges a grid tick together with the ticks
+            before the next one (one ``/lockstep/ack`` stamped just short of the next grid point), so the
+            driver waits for it once per period instead of every tick. Its recordings are unchanged (it
+            reads every tick from its queues) and so is the run: an output is still published before the
+            acknowledgement of its tick. 0 (default): every tick. An attribute that may change at any time
+            (e.g. from ``on_tick`` once a script's start is known). The probe lags the graph by up to a
+            period, so what ``on_tick`` decides must depend on stamps only, not on which other messages it
+            has seen.
         setup: called with the node before the probe subscribes to anything: subscriptions made there are
             served first when several messages wait (e.g. a node's latched state published before the next
             tick's ``/joint_states``, so ``on_tick`` sees it at the same tick in every run).
@@ -163,6 +174,7 @@ class GraphProbe:
         lockstep_peer: bool = False,
         on_tick: Callable[[Any], None] | None = None,
         setup: Callable[[Any], None] | None = None,
+        ack_period: float = 0.0,
     ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -175,12 +187,16 @@ class GraphProbe:
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        self.node = rclpy.create_node(f"{name}_{os.getpid()}", context=self.context)
+        # no default QoS-event handlers (ros_utils.QuietNode): start_graph checks every subscription's match
+        self.node = QuietNode(f"{name}_{os.getpid()}", context=self.context)
         self.data = Recorded()
         self.lock = threading.Lock()
         self.controller = controller
         self.on_tick = on_tick
         self.lockstep_peer = lockstep_peer
+        if not (math.isfinite(ack_period) and ack_period >= 0.0):
+            raise ValueError(f"ack_period must be >= 0 s, got {ack_period}")
+        self.ack_period = ack_period
         self.name = self.node.get_name()
         self._tick_cond = threading.Condition(self.lock)
         self._per_tick: dict[str, float] = {}  # per-tick subscription -> latest stamp seen (s)
@@ -273,8 +289,17 @@ class GraphProbe:
                 self._held, self._held_t = stamp, done
                 self._tick_cond.notify_all()
                 return
-            self._acked_t = done
-        self._ack(stamp)
+            ack_t = self._ack_horizon(done)
+            self._acked_t = ack_t
+        self._ack(stamp if ack_t == done else to_time_msg(ack_t))
+
+    def _ack_horizon(self, done: float) -> float:
+        """The stamp (s) to acknowledge once tick ``done`` is processed: ``done`` itself, or with an
+        :attr:`ack_period` the last instant before the next grid point (and before a granted hold)."""
+        if self.ack_period <= 0.0:
+            return done
+        next_grid = (math.floor(done / self.ack_period + 1e-6) + 1) * self.ack_period
+        return max(done, min(next_grid, self._grant_t) - 1e-6)
 
     def _ack(self, stamp: Any) -> None:
         from std_msgs.msg import Header

@@ -99,7 +99,6 @@ class WbcGraph:
     def __init__(self, out_dir: Path, robot: str = "g1", sim_duration_s: float = 3600.0) -> None:
         from nav_msgs.msg import Odometry
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import JointState
         from std_msgs.msg import String
 
         self.out_dir = out_dir
@@ -125,10 +124,16 @@ class WbcGraph:
         # a lockstep peer: every decision of the evaluation (respawn, estimator reset, push, end of a trial)
         # is
         # taken while the simulation is held at a tick chosen from simulated time, so runs repeat exactly
+        # (ack_period: it publishes nothing per tick, so it acknowledges 20 ms at once)
         self.probe = GraphProbe(
-            subscribe_description=False, name="wbc_eval", contacts=False, lockstep_peer=True, setup=setup
+            subscribe_description=False,
+            name="wbc_eval",
+            contacts=False,
+            lockstep_peer=True,
+            setup=setup,
+            on_tick=self._on_joints,  # the probe's own /joint_states subscription
+            ack_period=0.02,
         )
-        self.probe.subscribe(JointState, "/joint_states", self._on_joints, qos, per_tick=True)
         self.probe.subscribe(Odometry, "/odom", self._on_odom, qos, per_tick=True)
         args = {
             "robot": robot,

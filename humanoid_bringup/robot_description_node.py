@@ -5,16 +5,15 @@
 
 from __future__ import annotations
 
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import declare, run_node
+from humanoid_control.ros_utils import QuietNode, declare, run_node
 from humanoid_control.urdf import robot_description_xml
 
 
-class RobotDescriptionNode(Node):
+class RobotDescriptionNode(QuietNode):
     """Latched ``/robot_description`` with the same joint names as ``/joint_states``."""
 
     def __init__(self) -> None:

@@ -7,16 +7,15 @@ driver applies its ``gain_profile``.
 
 from __future__ import annotations
 
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import declare, run_node
+from humanoid_control.ros_utils import QuietNode, declare, run_node
 
 
-class JointHoldNode(Node):
+class JointHoldNode(QuietNode):
     """Streams default-pose commands, one per received joint state."""
 
     def __init__(self) -> None:

@@ -35,7 +35,6 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
@@ -57,12 +56,19 @@ from humanoid_control.lockstep import ACK_TOPIC, PeerTable, ack_qos, tick_stream
 from humanoid_control.loop_stats import LoopStats
 from humanoid_control.robot_config import ConfigError, load_robot_config
 from humanoid_control.robot_model import FrictionPatch
-from humanoid_control.ros_utils import declare, declare_double_array, from_time_msg, run_node, to_time_msg
+from humanoid_control.ros_utils import (
+    QuietNode,
+    declare,
+    declare_double_array,
+    from_time_msg,
+    run_node,
+    to_time_msg,
+)
 
 CLOCK_MODES = ("lockstep", "realtime")
 
 
-class RobotDriverNode(Node):
+class RobotDriverNode(QuietNode):
     """ROS 2 adapter of :class:`DriverCore` + a :class:`RobotBackend`, with the loop in its own thread."""
 
     def __init__(self) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
 
 
 def make_executor() -> Any:
@@ -28,6 +29,52 @@ def make_executor() -> Any:
         from rclpy.executors import SingleThreadedExecutor
 
         return SingleThreadedExecutor()
+
+
+def quiet_publisher_events() -> Any:
+    """``event_callbacks`` for ``create_publisher`` that register none of rclpy's default QoS-event handlers.
+
+    rclpy gives every publisher two default handlers (incompatible QoS, incompatible type). Each is a
+    waitable that the SingleThreadedExecutor puts into a freshly built wait set at every wake-up, in Python:
+    at 500 Hz in lockstep they cost a measurable share of each node's CPU (docs/architecture.md, "Lockstep
+    cost"). ``rclpy.event_handler`` is ``rclpy.qos_event`` on Humble.
+    """
+    try:
+        from rclpy.event_handler import PublisherEventCallbacks
+    except ImportError:  # Humble
+        from rclpy.qos_event import PublisherEventCallbacks  # type: ignore[no-redef]
+
+    return PublisherEventCallbacks(use_default_callbacks=False)
+
+
+def quiet_subscription_events() -> Any:
+    """``event_callbacks`` for ``create_subscription`` without rclpy's default QoS-event handlers (see
+    :func:`quiet_publisher_events`)."""
+    try:
+        from rclpy.event_handler import SubscriptionEventCallbacks
+    except ImportError:  # Humble
+        from rclpy.qos_event import SubscriptionEventCallbacks  # type: ignore[no-redef]
+
+    return SubscriptionEventCallbacks(use_default_callbacks=False)
+
+
+class QuietNode(Node):
+    """An rclpy ``Node`` whose publishers (``/parameter_events`` included) and subscriptions carry none of
+    rclpy's default QoS-event handlers (:func:`quiet_publisher_events`). The stack's nodes derive from it; an
+    ``event_callbacks`` argument still wins.
+
+    An incompatible QoS pair is still reported by the other side (rclpy and rclcpp log it for the user's own
+    publishers and subscriptions, rviz2 and ros2 topic too); between two of the stack's nodes the QoS are
+    chosen to match, and lockstep readiness (every subscription matched) fails loudly otherwise.
+    """
+
+    def create_publisher(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("event_callbacks", quiet_publisher_events())
+        return super().create_publisher(*args, **kwargs)
+
+    def create_subscription(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("event_callbacks", quiet_subscription_events())
+        return super().create_subscription(*args, **kwargs)
 
 
 def to_time_msg(seconds: float) -> Any:

@@ -27,14 +27,13 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
-from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
 from humanoid_control.joint_order import JointOrder
 from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import declare, from_time_msg, run_node
+from humanoid_control.ros_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_control.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
 
 
@@ -45,7 +44,7 @@ def _rot_to_quat_wxyz(r: np.ndarray) -> np.ndarray:
     return np.array([q.w, q.x, q.y, q.z])
 
 
-class StateEstimatorNode(Node):
+class StateEstimatorNode(QuietNode):
     """ROS 2 adapter of :class:`StateEstimator`."""
 
     def __init__(self) -> None:

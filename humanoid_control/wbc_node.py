@@ -36,7 +36,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rcl_interfaces.srv import SetParametersAtomically
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -46,7 +45,7 @@ from std_srvs.srv import Trigger
 from humanoid_control.joint_order import JointOrder
 from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import declare, from_time_msg, run_node
+from humanoid_control.ros_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.controller import StandingController
@@ -59,7 +58,7 @@ except ImportError:  # pragma: no cover - depends on the installation
     Marker = MarkerArray = None
 
 
-class WbcNode(Node):
+class WbcNode(QuietNode):
     """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`."""
 
     def __init__(self) -> None:

@@ -31,7 +31,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
 from rcl_interfaces.srv import SetParametersAtomically
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
@@ -41,13 +40,13 @@ from std_srvs.srv import Trigger
 from humanoid_control.joint_order import JointOrder
 from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import declare, from_time_msg, run_node
+from humanoid_control.ros_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.policy_core import PolicyCore
 from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState
 
 
-class PolicyRunnerNode(Node):
+class PolicyRunnerNode(QuietNode):
     """ROS 2 adapter of :class:`PolicyRunner`."""
 
     def __init__(self) -> None:

@@ -22,10 +22,18 @@ SHORT_WALK = [
     ("turn", 6.0, (0.0, 0.0, 0.5)),
     ("stop", 4.0, (0.0, 0.0, 0.0)),
 ]
+# the patch run: stand, forward across the patch and beyond, stop: 14 s (the turn adds nothing there)
+PATCH_WALK = [
+    ("stand", 2.0, (0.0, 0.0, 0.0)),
+    ("forward", 10.0, (0.5, 0.0, 0.0)),
+    ("stop", 2.0, (0.0, 0.0, 0.0)),
+]
 
 
 def test_estimator_standing_walking_and_slipping_within_the_issue_thresholds(tmp_path: Path) -> None:
-    res = run_estimator_eval(tmp_path, script=SHORT_WALK, stand_s=15.0, friction_patch=DEFAULT_PATCH)
+    res = run_estimator_eval(
+        tmp_path, script=SHORT_WALK, stand_s=15.0, friction_patch=DEFAULT_PATCH, patch_script=PATCH_WALK
+    )
     print(res)
     assert not res["fell"]
     assert res["roll_pitch_rmse_deg"] <= 0.5
