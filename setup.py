@@ -43,12 +43,12 @@ setup(
     entry_points={
         "console_scripts": [
             # ROS 2 nodes (ros2 run humanoid_stack <name>)
-            "robot_driver = humanoid_control.robot_driver_node:main",
+            "robot_driver = humanoid_control.driver.robot_driver_node:main",
             "robot_description = humanoid_bringup.robot_description_node:main",
-            "joint_hold_controller = humanoid_control.joint_hold_node:main",
+            "joint_hold_controller = humanoid_control.driver.joint_hold_node:main",
             "policy_runner = humanoid_policy.policy_runner_node:main",
-            "state_estimator = humanoid_control.state_estimator_node:main",
-            "wbc_controller = humanoid_control.wbc_node:main",
+            "state_estimator = humanoid_control.estimation.state_estimator_node:main",
+            "wbc_controller = humanoid_control.wbc.wbc_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launch_runner:main",
             "humanoid-bench = humanoid_bringup.bench:main",

@@ -140,7 +140,7 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
     from sensor_msgs.msg import JointState
 
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
     from humanoid_policy.policy_core import PolicyCore
@@ -233,8 +233,8 @@ def _wbc_states(n: int, seed: int) -> list[tuple[Any, Any]]:
     import numpy as np
     import pinocchio as pin
 
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
     config = load_robot_config("g1")
     pmodel = load_pinocchio_model(config)
@@ -354,7 +354,7 @@ class _TsidTicker:
 def _wbc_trajectory() -> list[tuple[Any, Any]]:
     """The states a running controller meets: 3 s of closed-loop standing in MuJoCo (in process, ground-truth
     state, 500 Hz) with a 7 N s push to the front at 1 s; both feet stay down."""
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.controller import StandingController
     from humanoid_control.wbc.sim_loop import Push, run_standing
 
@@ -380,7 +380,7 @@ def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[
     states so that both see the same machine load; our warm starts carry over from tick to tick."""
     import numpy as np
 
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.controller import StandingController
 
     ctl = StandingController(load_robot_config("g1"))
@@ -478,9 +478,9 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
     import numpy as np
 
     from humanoid_bringup.estimator_eval import ESTIMATOR_SCRIPT
+    from humanoid_control.estimation.state_estimator import EstimatorNoise, StateEstimator
     from humanoid_control.hardware.mujoco_sim import ImuNoise
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.state_estimator import EstimatorNoise, StateEstimator
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
 

@@ -39,8 +39,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot: str) -> dict[str, Any]:
     """Bring the robot up, hold it standing for ``hold_s`` seconds after the boot ramp, and report."""
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
     config = load_robot_config(robot)
     nominal = standing_base_height(config, load_pinocchio_model(config), config.array("default"))
@@ -110,7 +110,7 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
         "joint_names_match_description": _names_match(d.joint_names, d.robot_description),
         "samples": len(t),
     }
-    from humanoid_control.robot_model import load_mujoco_model
+    from humanoid_control.model.robot_model import load_mujoco_model
 
     summary["weight_N"] = float(load_mujoco_model(config, scene=False).model.body_subtreemass[1] * 9.81)
     _plots(out, t, z, nominal, ramp_s, contact)
@@ -198,7 +198,7 @@ def _plots(
 def run_wbc_demo(out: Path, robot: str, direction: str, fraction: float) -> dict[str, Any]:
     """The WBC stands and takes one push through the graph (``humanoid_bringup.push_eval``); its figures."""
     from humanoid_bringup.push_eval import PUSH_DURATION_S, Kinematics, WbcGraph, plot_push, run_trial
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.balance import push_impulse_bounds
 
     config = load_robot_config(robot)

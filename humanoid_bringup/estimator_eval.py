@@ -1,6 +1,6 @@
 """Estimator accuracy against simulator truth (work in progress of the state-estimation issue).
 
-:func:`replay` runs :class:`~humanoid_control.state_estimator.StateEstimator` offline over a recorded run
+:func:`replay` runs :class:`~humanoid_control.estimation.state_estimator.StateEstimator` offline over a recorded run
 (the same core a node would run; tuning without the simulator), :func:`estimator_metrics` compares it with
 the ground truth: ``roll_pitch_rmse_deg``, ``yaw_drift_deg``, ``lin_vel_rmse_mps``, ``xy_drift_pct``,
 ``height_rmse_m``, ``contact_agreement`` (per foot; truth: normal force above 10 % of body weight).
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.robot_model import quat_wxyz_to_matrix
-from humanoid_control.state_estimator import EstimatorNoise, StateEstimator
+from humanoid_control.estimation.state_estimator import EstimatorNoise, StateEstimator
+from humanoid_control.model.robot_model import quat_wxyz_to_matrix
 
 
 def _rpy(r: np.ndarray) -> np.ndarray:
@@ -145,7 +145,7 @@ def run_graph(
     from std_msgs.msg import String
 
     from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
-    from humanoid_control.lockstep import tick_stream_qos
+    from humanoid_control.ros.lockstep import tick_stream_qos
     from humanoid_policy.inprocess import command_at
 
     total = sum(d for _, d, _ in script)
@@ -316,7 +316,7 @@ def run_graph(
 
 def body_weight(config: Any) -> float:
     """Robot weight (N) from the MuJoCo model."""
-    from humanoid_control.robot_model import load_mujoco_model
+    from humanoid_control.model.robot_model import load_mujoco_model
 
     model = load_mujoco_model(config, scene=False).model
     return float(model.body_subtreemass[1] * 9.81)
@@ -348,8 +348,8 @@ def run_estimator_eval(
     """
     from pathlib import Path
 
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.robot_model import FrictionPatch
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_control.model.robot_model import FrictionPatch
 
     script = script or ESTIMATOR_SCRIPT
     walk_s = sum(d for _, d, _ in script)

@@ -184,7 +184,7 @@ def run_locomotion(
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
 
     script = script or LOCOMOTION_SCRIPT
     total = sum(d for _, d, _ in script)
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     stand.add_argument("--out", default="results/eval")
     stand.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args(argv)
-    from humanoid_control.robot_config import ConfigError, load_robot_config
+    from humanoid_control.model.robot_config import ConfigError, load_robot_config
 
     if args.evaluation in ("push", "stand"):
         from humanoid_bringup.push_eval import run_push_eval, run_stand_eval
@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.evaluation == "estimator":
         from humanoid_bringup.estimator_eval import DEFAULT_PATCH, run_estimator_eval
-        from humanoid_control.robot_model import FrictionPatch
+        from humanoid_control.model.robot_model import FrictionPatch
 
         patch = DEFAULT_PATCH if args.friction_patch is None else args.friction_patch
         try:

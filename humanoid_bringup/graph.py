@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
-from humanoid_control.ros_utils import QuietNode, to_time_msg
+from humanoid_control.ros.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, to_time_msg
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

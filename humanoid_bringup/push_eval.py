@@ -39,7 +39,7 @@ import numpy as np
 
 from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
 from humanoid_control.hardware.push import DIRECTIONS, push_force
-from humanoid_control.lockstep import tick_stream_qos
+from humanoid_control.ros.lockstep import tick_stream_qos
 
 PUSH_DURATION_S = 0.1
 RESPAWN_SETTLE_S = 0.5  # driver ramp in place after a respawn; the estimator is reset in it (s)
@@ -61,7 +61,7 @@ class Kinematics:
     offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     def __post_init__(self) -> None:
-        from humanoid_control.robot_model import load_pinocchio_model
+        from humanoid_control.model.robot_model import load_pinocchio_model
         from humanoid_control.wbc.balance import default_com_offset
 
         self.pmodel = self.pmodel or load_pinocchio_model(self.config)
@@ -501,7 +501,7 @@ def run_push_eval(
     log: Any = print,
 ) -> dict[str, Any]:
     """Bisect the survived push impulse per direction through the graph; the result dictionary."""
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.balance import push_impulse_bounds
 
     wall0 = time.monotonic()
@@ -556,7 +556,7 @@ def run_stand_eval(
     out_dir: Path, seconds: float = 60.0, robot: str = "g1", log: Any = print
 ) -> dict[str, Any]:
     """Stand ``seconds`` under the WBC; CoM errors against ground truth (see module docstring)."""
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
 
     wall0 = time.monotonic()
     config = load_robot_config(robot)

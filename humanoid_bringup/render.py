@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from humanoid_control.robot_config import RobotConfig
+from humanoid_control.model.robot_config import RobotConfig
 
 # must be set before mujoco is first imported in the process
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -37,7 +37,7 @@ def render_robot(
     mujoco = _import_mujoco_for_rendering()
     import cv2
 
-    from humanoid_control.robot_model import load_mujoco_model
+    from humanoid_control.model.robot_model import load_mujoco_model
 
     mj = load_mujoco_model(config, scene=True, torque_actuators=False)
     model = mj.model
@@ -68,7 +68,7 @@ def qpos_from_state(
     joint_positions: np.ndarray,
 ) -> np.ndarray:
     """MuJoCo qpos from a base pose (world, wxyz) and named joint positions (e.g. recorded ROS messages)."""
-    from humanoid_control.robot_model import load_mujoco_model
+    from humanoid_control.model.robot_model import load_mujoco_model
 
     mj = load_mujoco_model(config, scene=True, torque_actuators=False)
     qpos = np.array(mj.model.qpos0, dtype=float)  # type: ignore[attr-defined]

@@ -8,9 +8,9 @@ from __future__ import annotations
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import QuietNode, declare, run_node
-from humanoid_control.urdf import robot_description_xml
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.urdf import robot_description_xml
+from humanoid_control.ros.node_utils import QuietNode, declare, run_node
 
 
 class RobotDescriptionNode(QuietNode):

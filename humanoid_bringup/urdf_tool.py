@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from humanoid_control.robot_config import ConfigError, load_robot_config
-from humanoid_control.urdf import MESH_URI_MODES, robot_description_xml
+from humanoid_control.model.robot_config import ConfigError, load_robot_config
+from humanoid_control.model.urdf import MESH_URI_MODES, robot_description_xml
 
 
 def main(argv: list[str] | None = None) -> int:

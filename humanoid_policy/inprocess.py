@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from humanoid_control.driver_core import DriverCore, DriverSettings, JointCommand
+from humanoid_control.driver.driver_core import DriverCore, DriverSettings, JointCommand
 from humanoid_control.hardware.mujoco_sim import MujocoBackend, tilt_from_quat
-from humanoid_control.robot_config import RobotConfig
+from humanoid_control.model.robot_config import RobotConfig
 from humanoid_policy.manifest import PolicyManifest
 from humanoid_policy.policy_core import PolicyCore
 from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from humanoid_control.robot_config import ConfigError, RobotConfig, resolve_sources
+from humanoid_control.model.robot_config import ConfigError, RobotConfig, resolve_sources
 
 
 class ManifestError(ValueError):

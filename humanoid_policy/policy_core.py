@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from humanoid_control.robot_config import RobotConfig
+from humanoid_control.model.robot_config import RobotConfig
 from humanoid_policy.manifest import PolicyManifest
 
 

@@ -37,10 +37,10 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from humanoid_control.joint_order import JointOrder
-from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.model.joint_order import JointOrder
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.policy_core import PolicyCore
 from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState

@@ -16,7 +16,7 @@ import argparse
 
 import numpy as np
 
-from humanoid_control.robot_config import load_robot_config
+from humanoid_control.model.robot_config import load_robot_config
 from humanoid_policy.inprocess import run_in_process
 from humanoid_policy.manifest import load_policy
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.robot_model import quat_wxyz_to_matrix
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.robot_model import quat_wxyz_to_matrix
 from humanoid_policy.inprocess import run_in_process
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.runner import ImuSample

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from humanoid_control.driver_core import (
+from humanoid_control.driver.driver_core import (
     CommandError,
     DriverCore,
     DriverMode,
@@ -16,7 +16,7 @@ from humanoid_control.driver_core import (
     LowLevelCommand,
     validate_command,
 )
-from humanoid_control.robot_config import ConfigError, load_robot_config
+from humanoid_control.model.robot_config import ConfigError, load_robot_config
 
 CONFIG = load_robot_config("g1")
 NAMES = CONFIG.joint_names

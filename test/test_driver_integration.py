@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from humanoid_bringup.graph import GraphProbe, LaunchedGraph
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
 pytestmark = pytest.mark.slow
 

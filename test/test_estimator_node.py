@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def _standing_log() -> Any:
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
 
@@ -51,13 +51,16 @@ def test_bad_input_is_dropped_and_counted_and_covariance_grows_without_data(tmp_
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Imu, JointState
 
-    from humanoid_control.ros_utils import to_time_msg
+    from humanoid_control.ros.node_utils import to_time_msg
 
     robot, log = _standing_log()
     env = dict(os.environ, **isolated_ros_env(tmp_path / "ros_logs"))
     out = (tmp_path / "estimator.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "humanoid_control.state_estimator_node"], env=env, stdout=out, stderr=out
+        [sys.executable, "-m", "humanoid_control.estimation.state_estimator_node"],
+        env=env,
+        stdout=out,
+        stderr=out,
     )
     context = rclpy.Context()
     rclpy.init(context=context)

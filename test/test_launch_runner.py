@@ -387,7 +387,7 @@ def test_node_command_line(node_plan: LaunchPlan, tmp_path: Path) -> None:
     assert proc.env == {"MUJOCO_GL": "egl"}
     cmd = proc.cmd
     assert cmd[:2] == [sys.executable, "-c"]
-    assert "from humanoid_control.robot_driver_node import main" in cmd[2]
+    assert "from humanoid_control.driver.robot_driver_node import main" in cmd[2]
     assert "sys.argv[0] = 'robot_driver'" in cmd[2]
     ros = cmd.index("--ros-args")
     assert cmd[3:ros] == ["--backend", "mujoco"]

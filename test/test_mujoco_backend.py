@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from humanoid_control.driver_core import DriverCore, DriverMode, DriverSettings, LowLevelCommand
-from humanoid_control.hardware import create_backend
+from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings
 from humanoid_control.hardware.mujoco_sim import ImuNoise, MujocoBackend, tilt_from_quat
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+from humanoid_control.hardware.registry import create_backend
+from humanoid_control.hardware.types import LowLevelCommand
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
 CONFIG = load_robot_config("g1")
 DT = 0.002

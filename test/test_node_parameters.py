@@ -19,7 +19,7 @@ import pytest
 
 from humanoid_bringup.graph import LaunchedGraph, default_launch_file
 from humanoid_bringup.launch_runner import load_launch_description
-from humanoid_control.robot_config import load_robot_config
+from humanoid_control.model.robot_config import load_robot_config
 
 pytestmark = pytest.mark.slow
 

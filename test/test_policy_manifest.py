@@ -10,7 +10,7 @@ import pytest
 import yaml
 from onnx_models import make_linear_policy
 
-from humanoid_control.robot_config import load_robot_config
+from humanoid_control.model.robot_config import load_robot_config
 from humanoid_policy.manifest import (
     ManifestError,
     find_policy_file,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
-from humanoid_control.lockstep import tick_stream_qos
+from humanoid_control.ros.lockstep import tick_stream_qos
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import yaml
 
-from humanoid_control.robot_config import ConfigError, expand_patterns, find_robot_config, load_robot_config
+from humanoid_control.model.robot_config import (
+    ConfigError,
+    expand_patterns,
+    find_robot_config,
+    load_robot_config,
+)
 
 
 def test_g1_config_loads() -> None:

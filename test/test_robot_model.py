@@ -9,8 +9,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.robot_model import (
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.robot_model import (
     initial_qpos,
     load_mujoco_model,
     load_pinocchio_model,
@@ -18,7 +18,7 @@ from humanoid_control.robot_model import (
     mujoco_qvel_to_pinocchio,
     standing_base_height,
 )
-from humanoid_control.urdf import robot_description_xml
+from humanoid_control.model.urdf import robot_description_xml
 
 
 @pytest.fixture(scope="module")

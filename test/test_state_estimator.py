@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from humanoid_control.state_estimator import (
+from humanoid_control.estimation.state_estimator import (
     DIM,
     GRAVITY,
     ContactEKF,
@@ -178,11 +178,11 @@ def test_touchdown_resets_the_foot_from_kinematics(foot: int) -> None:
 
 def test_foot_forces_from_joint_torques_match_the_simulator() -> None:
     """Standing in MuJoCo: the static force estimate from joint torques matches the simulated contacts."""
-    from humanoid_control.driver_core import DriverCore, DriverSettings
+    from humanoid_control.driver.driver_core import DriverCore, DriverSettings
+    from humanoid_control.estimation.state_estimator import LegKinematics
     from humanoid_control.hardware.mujoco_sim import MujocoBackend
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.robot_model import quat_wxyz_to_matrix
-    from humanoid_control.state_estimator import LegKinematics
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_control.model.robot_model import quat_wxyz_to_matrix
 
     config = load_robot_config("g1")
     kin = LegKinematics(config)
@@ -208,7 +208,7 @@ def test_replay_of_a_walking_run() -> None:
     """The estimator core replayed over 8 s of policy walking with a noisy IMU (offline; the node's core)."""
     from humanoid_bringup.estimator_eval import estimator_metrics, replay
     from humanoid_control.hardware.mujoco_sim import ImuNoise
-    from humanoid_control.robot_config import load_robot_config
+    from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
 
@@ -232,15 +232,15 @@ def test_replay_of_a_walking_run() -> None:
     assert min(m["contact_agreement"].values()) > 0.93
     assert m["xy_drift_pct"] < 5.0
     # with the optional flat-ground prior the height, unobservable otherwise, stops drifting
-    from humanoid_control.state_estimator import EstimatorNoise
+    from humanoid_control.estimation.state_estimator import EstimatorNoise
 
     flat = estimator_metrics(log, replay(log, config, EstimatorNoise(ground_height=0.01)), 33.34 * 9.81)
     assert flat["height_rmse_m"] < 0.005 < m["height_rmse_m"]
 
 
 def test_imu_outage_restarts_propagation_and_grows_the_covariance() -> None:
-    from humanoid_control.robot_config import load_robot_config
-    from humanoid_control.state_estimator import StateEstimator
+    from humanoid_control.estimation.state_estimator import StateEstimator
+    from humanoid_control.model.robot_config import load_robot_config
 
     config = load_robot_config("g1")
     est = StateEstimator(config)

@@ -7,8 +7,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 from humanoid_control.wbc.balance import (
     clamp_to_polygon,
     convex_hull,

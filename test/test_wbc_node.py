@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from humanoid_control.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
+from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
 from humanoid_control.hardware.mujoco_sim import MujocoBackend
 from humanoid_control.hardware.push import PushError, PushLimits, push_force, validate_push
-from humanoid_control.joint_order import reorder
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.robot_model import load_pinocchio_model, standing_base_height
+from humanoid_control.model.joint_order import reorder
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 from humanoid_control.wbc.command import CommandMode
 from humanoid_control.wbc.controller import StandingController
 from humanoid_control.wbc.markers import marker_set

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from humanoid_control.driver_core import LowLevelCommand
-from humanoid_control.hardware.base import GroundTruth, RobotBackend, RobotState, Wrench
+from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.push import PushRequest
-from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import (
+from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState, Wrench
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import (
     FrictionPatch,
     initial_qpos,
     load_mujoco_model,

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import PinocchioRobotModel, standing_base_height
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import PinocchioRobotModel, standing_base_height
 from humanoid_control.wbc.dynamics import RobotDynamics
 
 

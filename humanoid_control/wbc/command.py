@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from humanoid_control.robot_config import RobotConfig
+from humanoid_control.model.robot_config import RobotConfig
 
 
 def _clip(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import PinocchioRobotModel, load_pinocchio_model
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import PinocchioRobotModel, load_pinocchio_model
 from humanoid_control.wbc.balance import BalanceSettings, StandingBalance
 from humanoid_control.wbc.command import CommandGenerator, CommandSettings, JointCommand
 from humanoid_control.wbc.qp import WbcOutput, WbcSettings, WholeBodyQP

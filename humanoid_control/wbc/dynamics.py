@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import PinocchioRobotModel
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import PinocchioRobotModel
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 

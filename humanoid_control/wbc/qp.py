@@ -33,8 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import PinocchioRobotModel
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import PinocchioRobotModel
 from humanoid_control.wbc.constraints import (
     Constraint,
     ContactConstraint,

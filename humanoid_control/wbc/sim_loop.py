@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from humanoid_control.driver_core import LowLevelCommand
 from humanoid_control.hardware.mujoco_sim import MujocoBackend
 from humanoid_control.hardware.push import PushLimits, validate_push
-from humanoid_control.robot_config import RobotConfig
-from humanoid_control.robot_model import quat_wxyz_to_xyzw
+from humanoid_control.hardware.types import LowLevelCommand
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import quat_wxyz_to_xyzw
 from humanoid_control.wbc.command import CommandMode
 from humanoid_control.wbc.controller import StandingController
 from humanoid_control.wbc.dynamics import pinocchio_state

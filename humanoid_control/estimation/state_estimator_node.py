@@ -30,11 +30,11 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
-from humanoid_control.joint_order import JointOrder
-from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import QuietNode, declare, from_time_msg, run_node
-from humanoid_control.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
+from humanoid_control.estimation.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
+from humanoid_control.model.joint_order import JointOrder
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
 
 
 def _rot_to_quat_wxyz(r: np.ndarray) -> np.ndarray:

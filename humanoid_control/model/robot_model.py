@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from humanoid_control.robot_config import ConfigError, RobotConfig
+from humanoid_control.model.robot_config import ConfigError, RobotConfig
 
 
 def quat_wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from humanoid_control.robot_config import ConfigError, RobotConfig
+from humanoid_control.model.robot_config import ConfigError, RobotConfig
 
 MESH_URI_MODES = ("file", "package")
 

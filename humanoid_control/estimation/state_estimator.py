@@ -428,8 +428,8 @@ class LegKinematics:
     def __init__(self, config: object) -> None:
         import pinocchio as pin
 
-        from humanoid_control.robot_config import ConfigError
-        from humanoid_control.robot_model import load_pinocchio_model
+        from humanoid_control.model.robot_config import ConfigError
+        from humanoid_control.model.robot_model import load_pinocchio_model
 
         self.pin = pin
         self.config = config
@@ -676,7 +676,7 @@ class StateEstimator:
         self.gaps = 0  # IMU outages (> 0.1 s) restarted from
 
     def _initialize(self, imu_quat: np.ndarray, joint_q: np.ndarray) -> None:
-        from humanoid_control.robot_model import quat_wxyz_to_matrix
+        from humanoid_control.model.robot_model import quat_wxyz_to_matrix
 
         r = quat_wxyz_to_matrix(imu_quat)
         yaw = np.arctan2(r[1, 0], r[0, 0])

@@ -24,7 +24,8 @@ from enum import Enum
 
 import numpy as np
 
-from humanoid_control.robot_config import GainProfile, RobotConfig
+from humanoid_control.hardware.types import LowLevelCommand
+from humanoid_control.model.robot_config import GainProfile, RobotConfig
 
 
 class DriverMode(str, Enum):
@@ -53,25 +54,6 @@ class JointCommand:
     dq: np.ndarray
     tau_ff: np.ndarray
     stamp: float = 0.0
-
-
-@dataclass
-class LowLevelCommand:
-    """What the backend applies until the next tick.
-
-    Per joint q*, dq*, kp, kd, tau_ff (configuration order).
-    """
-
-    q: np.ndarray
-    dq: np.ndarray
-    kp: np.ndarray
-    kd: np.ndarray
-    tau_ff: np.ndarray
-
-    def torque(self, q: np.ndarray, dq: np.ndarray, effort: np.ndarray) -> np.ndarray:
-        """Joint torque of the law ``kp (q* - q) + kd (dq* - dq) + tau_ff`` clamped to ``+-effort`` (N m)."""
-        tau = self.kp * (self.q - q) + self.kd * (self.dq - dq) + self.tau_ff
-        return np.clip(tau, -effort, effort)
 
 
 @dataclass

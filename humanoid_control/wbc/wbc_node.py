@@ -42,10 +42,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from humanoid_control.joint_order import JointOrder
-from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.model.joint_order import JointOrder
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.controller import StandingController

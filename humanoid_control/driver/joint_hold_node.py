@@ -10,9 +10,9 @@ from __future__ import annotations
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from humanoid_control.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.robot_config import load_robot_config
-from humanoid_control.ros_utils import QuietNode, declare, run_node
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, declare, run_node
 
 
 class JointHoldNode(QuietNode):

@@ -188,7 +188,7 @@ class RobotConfig:
 
 def _config_dir_candidates() -> list[Path]:
     """Folders that may hold ``robots/<name>.yaml``: the source tree, then installed share folders."""
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parents[2]
     candidates = [here / "config"]
     try:  # full ROS 2 install / colcon workspace
         from ament_index_python.packages import get_package_share_directory

@@ -41,7 +41,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Header, String
 from std_srvs.srv import SetBool, Trigger
 
-from humanoid_control.driver_core import (
+from humanoid_control.driver.driver_core import (
     CommandError,
     DriverCore,
     DriverMode,
@@ -49,14 +49,15 @@ from humanoid_control.driver_core import (
     validate_command,
     validate_gains,
 )
-from humanoid_control.hardware import BACKENDS, RobotBackend, create_backend
+from humanoid_control.driver.loop_stats import LoopStats
+from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
-from humanoid_control.lockstep import ACK_TOPIC, PeerTable, ack_qos, tick_stream_qos
-from humanoid_control.loop_stats import LoopStats
-from humanoid_control.robot_config import ConfigError, load_robot_config
-from humanoid_control.robot_model import FrictionPatch
-from humanoid_control.ros_utils import (
+from humanoid_control.hardware.registry import BACKENDS, create_backend
+from humanoid_control.model.robot_config import ConfigError, load_robot_config
+from humanoid_control.model.robot_model import FrictionPatch
+from humanoid_control.ros.lockstep import ACK_TOPIC, PeerTable, ack_qos, tick_stream_qos
+from humanoid_control.ros.node_utils import (
     QuietNode,
     declare,
     declare_double_array,

@@ -1,0 +1,1 @@
+"""Floating-base state estimation: SO(3) helpers, contact EKF, leg kinematics, contacts, estimator node."""

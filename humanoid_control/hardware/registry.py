@@ -1,0 +1,28 @@
+"""The hardware backends by name (the driver's ``hardware`` parameter): ``BACKENDS``, ``create_backend``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from humanoid_control.hardware.base import RobotBackend
+
+
+def _mujoco(**kwargs: Any) -> RobotBackend:
+    from humanoid_control.hardware.mujoco_sim import MujocoBackend
+
+    return MujocoBackend(**kwargs)
+
+
+#: hardware name -> factory(config=RobotConfig, **options)
+BACKENDS: dict[str, Callable[..., RobotBackend]] = {"mujoco": _mujoco}
+
+
+def create_backend(name: str, **kwargs: Any) -> RobotBackend:
+    """Instantiate the backend ``name``; ValueError naming the allowed values otherwise."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown hardware '{name}' (allowed: {', '.join(sorted(BACKENDS))})")
+    return BACKENDS[name](**kwargs)
+
+
+__all__ = ["BACKENDS", "create_backend"]

@@ -1,0 +1,1 @@
+"""Robot model: the robot configuration, MuJoCo and pinocchio models, the served URDF, joint order."""
