@@ -478,7 +478,8 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
     import numpy as np
 
     from humanoid_bringup.estimator_eval import ESTIMATOR_SCRIPT
-    from humanoid_control.estimation.state_estimator import EstimatorNoise, StateEstimator
+    from humanoid_control.estimation.ekf import EstimatorNoise
+    from humanoid_control.estimation.estimator import StateEstimator
     from humanoid_control.hardware.mujoco_sim import ImuNoise
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process

@@ -1,9 +1,10 @@
 """Estimator accuracy against simulator truth (work in progress of the state-estimation issue).
 
-:func:`replay` runs :class:`~humanoid_control.estimation.state_estimator.StateEstimator` offline over a recorded run
-(the same core a node would run; tuning without the simulator), :func:`estimator_metrics` compares it with
-the ground truth: ``roll_pitch_rmse_deg``, ``yaw_drift_deg``, ``lin_vel_rmse_mps``, ``xy_drift_pct``,
-``height_rmse_m``, ``contact_agreement`` (per foot; truth: normal force above 10 % of body weight).
+:func:`replay` runs :class:`~humanoid_control.estimation.estimator.StateEstimator` offline over a
+recorded run (the same core a node would run; tuning without the simulator), :func:`estimator_metrics`
+compares it with the ground truth: ``roll_pitch_rmse_deg``, ``yaw_drift_deg``, ``lin_vel_rmse_mps``,
+``xy_drift_pct``, ``height_rmse_m``, ``contact_agreement`` (per foot; truth: normal force above 10 % of
+body weight).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.estimation.state_estimator import EstimatorNoise, StateEstimator
+from humanoid_control.estimation.ekf import EstimatorNoise
+from humanoid_control.estimation.estimator import StateEstimator
 from humanoid_control.model.robot_model import quat_wxyz_to_matrix
 
 

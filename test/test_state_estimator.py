@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from humanoid_control.estimation.state_estimator import (
+from humanoid_control.estimation.ekf import (
     DIM,
     GRAVITY,
     ContactEKF,
@@ -14,10 +14,9 @@ from humanoid_control.estimation.state_estimator import (
     kinematic_jacobian,
     kinematic_prediction,
     propagate_mean,
-    so3_exp,
-    so3_log,
     transition_matrix,
 )
+from humanoid_control.estimation.so3 import so3_exp, so3_log
 
 RNG = np.random.default_rng(5)
 FEET_BODY = [np.array([0.0, 0.1, -0.7]), np.array([0.0, -0.1, -0.7])]
@@ -179,7 +178,7 @@ def test_touchdown_resets_the_foot_from_kinematics(foot: int) -> None:
 def test_foot_forces_from_joint_torques_match_the_simulator() -> None:
     """Standing in MuJoCo: the static force estimate from joint torques matches the simulated contacts."""
     from humanoid_control.driver.driver_core import DriverCore, DriverSettings
-    from humanoid_control.estimation.state_estimator import LegKinematics
+    from humanoid_control.estimation.leg_kinematics import LegKinematics
     from humanoid_control.hardware.mujoco_sim import MujocoBackend
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.model.robot_model import quat_wxyz_to_matrix
@@ -232,14 +231,14 @@ def test_replay_of_a_walking_run() -> None:
     assert min(m["contact_agreement"].values()) > 0.93
     assert m["xy_drift_pct"] < 5.0
     # with the optional flat-ground prior the height, unobservable otherwise, stops drifting
-    from humanoid_control.estimation.state_estimator import EstimatorNoise
+    from humanoid_control.estimation.ekf import EstimatorNoise
 
     flat = estimator_metrics(log, replay(log, config, EstimatorNoise(ground_height=0.01)), 33.34 * 9.81)
     assert flat["height_rmse_m"] < 0.005 < m["height_rmse_m"]
 
 
 def test_imu_outage_restarts_propagation_and_grows_the_covariance() -> None:
-    from humanoid_control.estimation.state_estimator import StateEstimator
+    from humanoid_control.estimation.estimator import StateEstimator
     from humanoid_control.model.robot_config import load_robot_config
 
     config = load_robot_config("g1")

@@ -30,7 +30,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
-from humanoid_control.estimation.state_estimator import BaseEstimate, EstimatorNoise, StateEstimator
+from humanoid_control.estimation.ekf import EstimatorNoise
+from humanoid_control.estimation.estimator import BaseEstimate, StateEstimator
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
