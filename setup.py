@@ -44,17 +44,17 @@ setup(
         "console_scripts": [
             # ROS 2 nodes (ros2 run humanoid_stack <name>)
             "robot_driver = humanoid_control.driver.robot_driver_node:main",
-            "robot_description = humanoid_bringup.robot_description_node:main",
+            "robot_description = humanoid_bringup.description.robot_description_node:main",
             "joint_hold_controller = humanoid_control.driver.joint_hold_node:main",
             "policy_runner = humanoid_policy.policy_runner_node:main",
             "state_estimator = humanoid_control.estimation.state_estimator_node:main",
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launch_runner:main",
-            "humanoid-bench = humanoid_bringup.bench:main",
+            "humanoid-bench = humanoid_bringup.evaluation.bench:main",
             "humanoid-demo = humanoid_bringup.demo:main",
-            "humanoid-urdf = humanoid_bringup.urdf_tool:main",
-            "humanoid-eval = humanoid_bringup.evaluate:main",
+            "humanoid-urdf = humanoid_bringup.description.urdf_tool:main",
+            "humanoid-eval = humanoid_bringup.evaluation.evaluate:main",
         ],
     },
 )

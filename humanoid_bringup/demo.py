@@ -38,7 +38,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot: str) -> dict[str, Any]:
     """Bring the robot up, hold it standing for ``hold_s`` seconds after the boot ramp, and report."""
-    from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
@@ -114,7 +114,7 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
 
     summary["weight_N"] = float(load_mujoco_model(config, scene=False).model.body_subtreemass[1] * 9.81)
     _plots(out, t, z, nominal, ramp_s, contact)
-    from humanoid_bringup.render import qpos_from_state, render_robot
+    from humanoid_bringup.evaluation.render import qpos_from_state, render_robot
 
     qpos = qpos_from_state(
         config,
@@ -130,7 +130,7 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
 
 def run_walk_demo(out: Path, policy: str, clock: str, robot: str) -> dict[str, Any]:
     """Walk the robot with a learned policy along a short command script (stand, forward, turn, stop)."""
-    from humanoid_bringup.evaluate import SHORT_SCRIPT, run_locomotion
+    from humanoid_bringup.evaluation.evaluate import SHORT_SCRIPT, run_locomotion
 
     result = run_locomotion(
         policy,
@@ -196,8 +196,14 @@ def _plots(
 
 
 def run_wbc_demo(out: Path, robot: str, direction: str, fraction: float) -> dict[str, Any]:
-    """The WBC stands and takes one push through the graph (``humanoid_bringup.push_eval``); its figures."""
-    from humanoid_bringup.push_eval import PUSH_DURATION_S, Kinematics, WbcGraph, plot_push, run_trial
+    """The WBC stands and takes one push through the graph (``evaluation.push_eval``); its figures."""
+    from humanoid_bringup.evaluation.push_eval import (
+        PUSH_DURATION_S,
+        Kinematics,
+        WbcGraph,
+        plot_push,
+        run_trial,
+    )
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.balance import push_impulse_bounds
 

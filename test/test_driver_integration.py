@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.graph import GraphProbe, LaunchedGraph
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from humanoid_bringup.estimator_eval import DEFAULT_PATCH, run_estimator_eval
+from humanoid_bringup.evaluation.estimator_eval import DEFAULT_PATCH, run_estimator_eval
 
 pytestmark = pytest.mark.slow
 

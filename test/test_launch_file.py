@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from humanoid_bringup.graph import default_launch_file
+from humanoid_bringup.evaluation.graph_probe import default_launch_file
 from humanoid_bringup.launch_runner import LaunchError, load_launch_description
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_policy_runner import nan_manifest
 
-from humanoid_bringup.evaluate import run_locomotion
-from humanoid_bringup.graph import GraphProbe, LaunchedGraph
+from humanoid_bringup.evaluation.evaluate import run_locomotion
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
 
 pytestmark = pytest.mark.slow
 

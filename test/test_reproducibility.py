@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
 from humanoid_control.ros.lockstep import tick_stream_qos
 
 pytestmark = pytest.mark.slow
@@ -107,7 +107,7 @@ def _wbc_push_run(out: Path) -> tuple[GraphProbe, Recorder]:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from humanoid_bringup.push_eval import WbcGraph
+    from humanoid_bringup.evaluation.push_eval import WbcGraph
 
     g = WbcGraph(out, sim_duration_s=120.0)
     rec = Recorder()

@@ -205,7 +205,7 @@ def test_foot_forces_from_joint_torques_match_the_simulator() -> None:
 @pytest.mark.slow
 def test_replay_of_a_walking_run() -> None:
     """The estimator core replayed over 8 s of policy walking with a noisy IMU (offline; the node's core)."""
-    from humanoid_bringup.estimator_eval import estimator_metrics, replay
+    from humanoid_bringup.evaluation.estimator_eval import estimator_metrics, replay
     from humanoid_control.hardware.mujoco_sim import ImuNoise
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process

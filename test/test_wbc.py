@@ -290,7 +290,7 @@ def test_limit_screening_gives_the_full_problems_answer(scale: float) -> None:
 def test_bench_wbc_prints_the_issue_keys() -> None:
     # humanoid-bench wbc: the QP tick on perturbed states and on a recorded closed-loop trajectory; TSID's
     # keys are numbers where the optional tsid package is installed, else null with the reason
-    from humanoid_bringup.bench import bench_wbc
+    from humanoid_bringup.evaluation.bench import bench_wbc
 
     out = bench_wbc(60, 0)
     for key in (

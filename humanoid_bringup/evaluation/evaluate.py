@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
 from humanoid_policy.inprocess import command_at
 
 # (segment, duration s, (vx m/s, vy m/s, wz rad/s)) - the fixed script
@@ -373,7 +373,7 @@ def run_locomotion(
     )
     _plot_path(out_dir / f"trajectory_{name}.png", pos, f"{policy} ({clock}): base path, top view")
     if render_to is not None:
-        from humanoid_bringup.render import qpos_from_state, render_robot
+        from humanoid_bringup.evaluation.render import qpos_from_state, render_robot
 
         qpos = qpos_from_state(config, np.array(final[0]), np.array(final[1]), final[2], np.array(final[3]))
         render_robot(config, qpos, render_to)
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     from humanoid_control.model.robot_config import ConfigError, load_robot_config
 
     if args.evaluation in ("push", "stand"):
-        from humanoid_bringup.push_eval import run_push_eval, run_stand_eval
+        from humanoid_bringup.evaluation.push_eval import run_push_eval, run_stand_eval
 
         def err(m: str) -> None:
             print(m, file=sys.stderr, flush=True)
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if not res.get("fell", False) else 1
 
     if args.evaluation == "estimator":
-        from humanoid_bringup.estimator_eval import DEFAULT_PATCH, run_estimator_eval
+        from humanoid_bringup.evaluation.estimator_eval import DEFAULT_PATCH, run_estimator_eval
         from humanoid_control.model.robot_model import FrictionPatch
 
         patch = DEFAULT_PATCH if args.friction_patch is None else args.friction_patch

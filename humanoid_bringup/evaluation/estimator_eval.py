@@ -146,7 +146,7 @@ def run_graph(
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
     from humanoid_control.ros.lockstep import tick_stream_qos
     from humanoid_policy.inprocess import command_at
 

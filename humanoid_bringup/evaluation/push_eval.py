@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
 from humanoid_control.hardware.push import DIRECTIONS, push_force
 from humanoid_control.ros.lockstep import tick_stream_qos
 

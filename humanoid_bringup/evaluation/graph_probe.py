@@ -28,7 +28,7 @@ import numpy as np
 from humanoid_control.ros.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, to_time_msg
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_launch_file() -> Path:

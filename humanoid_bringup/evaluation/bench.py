@@ -54,7 +54,7 @@ from typing import Any
 
 
 def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict[str, str]:
-    from humanoid_bringup.graph import GraphProbe, LaunchedGraph
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
 
     probe = GraphProbe(subscribe_description=False, name="bench_probe")
     graph = LaunchedGraph(
@@ -79,7 +79,7 @@ def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict
 
 def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[str, Any]:
     """Realtime and lockstep figures of the robot driver (see module docstring)."""
-    from humanoid_bringup.graph import isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
 
     log_dir = Path(tempfile.mkdtemp(prefix="humanoid_bench_"))
     isolated_ros_env(log_dir)
@@ -139,7 +139,7 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from humanoid_bringup.graph import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
@@ -477,7 +477,7 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
 
     import numpy as np
 
-    from humanoid_bringup.estimator_eval import ESTIMATOR_SCRIPT
+    from humanoid_bringup.evaluation.estimator_eval import ESTIMATOR_SCRIPT
     from humanoid_control.estimation.ekf import EstimatorNoise
     from humanoid_control.estimation.estimator import StateEstimator
     from humanoid_control.hardware.mujoco_sim import ImuNoise

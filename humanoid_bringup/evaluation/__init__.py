@@ -1,0 +1,1 @@
+"""Evaluations, benchmarks, rendering: they launch the stack, drive it through a probe node, score it."""
