@@ -50,7 +50,7 @@ setup(
             "state_estimator = humanoid_control.estimation.state_estimator_node:main",
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
             # command-line tools
-            "humanoid-launch = humanoid_bringup.launch_runner:main",
+            "humanoid-launch = humanoid_bringup.launcher.cli:main",
             "humanoid-bench = humanoid_bringup.evaluation.bench:main",
             "humanoid-demo = humanoid_bringup.demo:main",
             "humanoid-urdf = humanoid_bringup.description.urdf_tool:main",

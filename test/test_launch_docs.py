@@ -1,7 +1,7 @@
 """The launch command lines shown in the docs work: each is run with ``--print`` (nothing starts).
 
 Examples come from the ``bash`` code blocks of ``docs/launch.md`` and ``README.md`` and from the header
-comment of ``launch/sim.launch.yaml``. ``humanoid-launch`` and ``python -m humanoid_bringup.launch_runner``
+comment of ``launch/sim.launch.yaml``. ``humanoid-launch`` and ``python -m humanoid_bringup.launcher``
 lines run through :func:`main`. ``ros2 launch`` is not installed here: for its lines every ``name:=value``
 must be a declared argument with an allowed value (``ros2 launch`` silently ignores an undeclared one, so
 such an example would do nothing there).
@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from humanoid_bringup.launch_runner import _LAUNCH_ARG_RE, declared_arguments, find_launch_file, main
+from humanoid_bringup.launcher.cli import _LAUNCH_ARG_RE, main
+from humanoid_bringup.launcher.interpreter import declared_arguments
+from humanoid_bringup.launcher.packages import find_launch_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = ("docs/launch.md", "README.md")
 LAUNCH_FILES = ("launch/sim.launch.yaml",)
-RUNNERS = (("humanoid-launch",), ("python", "-m", "humanoid_bringup.launch_runner"), ("ros2", "launch"))
+RUNNERS = (("humanoid-launch",), ("python", "-m", "humanoid_bringup.launcher"), ("ros2", "launch"))
 
 
 def _bash_lines(path: Path) -> list[str]:

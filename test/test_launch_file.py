@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from humanoid_bringup.evaluation.graph_probe import default_launch_file
-from humanoid_bringup.launch_runner import LaunchError, load_launch_description
+from humanoid_bringup.launcher.interpreter import load_launch_description
+from humanoid_bringup.launcher.plan import LaunchError
 
 
 def test_default_plan_starts_driver_and_description() -> None:
@@ -99,7 +100,7 @@ def test_bad_arguments_are_named_with_allowed_values(arg: str, match: str) -> No
 
 def test_cli_exit_code_and_message_for_bad_argument() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "humanoid_bringup.launch_runner", str(default_launch_file()), "clock:=fast"],
+        [sys.executable, "-m", "humanoid_bringup.launcher", str(default_launch_file()), "clock:=fast"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,4 @@
-"""Tests for humanoid_bringup.launch_runner (the YAML launch file runner for pip-only ROS 2)."""
+"""Tests for humanoid_bringup.launcher (the YAML launch file runner for pip-only ROS 2)."""
 
 from __future__ import annotations
 
@@ -15,18 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from humanoid_bringup import launch_runner
-from humanoid_bringup.launch_runner import (
-    LaunchError,
-    LaunchPlan,
-    ProcessSpec,
-    declared_arguments,
-    find_launch_file,
-    find_package_share,
-    load_launch_description,
-    main,
-    run,
-)
+from humanoid_bringup.launcher.cli import main
+from humanoid_bringup.launcher.interpreter import declared_arguments, load_launch_description
+from humanoid_bringup.launcher.packages import find_launch_file, find_package_share
+from humanoid_bringup.launcher.plan import LaunchError, LaunchPlan, ProcessSpec
+from humanoid_bringup.launcher.supervisor import run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -815,7 +808,7 @@ def test_sigint_to_runner_stops_children(tmp_path: Path, child: Path) -> None:
         ],
     )
     runner = subprocess.Popen(
-        [sys.executable, "-m", "humanoid_bringup.launch_runner", str(path)],
+        [sys.executable, "-m", "humanoid_bringup.launcher", str(path)],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -853,5 +846,13 @@ def test_failed_start_of_required_process(tmp_path: Path) -> None:
 
 
 def test_module_exports() -> None:
-    for name in ("LaunchError", "LaunchPlan", "ProcessSpec", "load_launch_description", "run", "main"):
-        assert name in launch_runner.__all__
+    from humanoid_bringup.launcher import cli, interpreter, plan, supervisor
+
+    for module, names in (
+        (plan, ("LaunchError", "LaunchPlan", "ProcessSpec")),
+        (interpreter, ("load_launch_description",)),
+        (supervisor, ("run",)),
+        (cli, ("main",)),
+    ):
+        for name in names:
+            assert name in module.__all__

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from humanoid_bringup.evaluation.graph_probe import LaunchedGraph, default_launch_file
-from humanoid_bringup.launch_runner import load_launch_description
+from humanoid_bringup.launcher.interpreter import load_launch_description
 from humanoid_control.model.robot_config import load_robot_config
 
 pytestmark = pytest.mark.slow

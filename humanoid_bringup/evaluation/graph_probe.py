@@ -33,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def default_launch_file() -> Path:
     """``launch/sim.launch.yaml`` of this package (source tree or installed share folder)."""
-    from humanoid_bringup.launch_runner import find_launch_file
+    from humanoid_bringup.launcher.packages import find_launch_file
 
     return find_launch_file("humanoid_stack", "sim.launch.yaml")
 
@@ -65,9 +65,7 @@ class LaunchedGraph:
     def start(self) -> LaunchedGraph:
         """Start the launch runner."""
         script = Path(sys.executable).parent / "humanoid-launch"  # the console script, where installed
-        runner = (
-            [str(script)] if script.exists() else [sys.executable, "-m", "humanoid_bringup.launch_runner"]
-        )
+        runner = [str(script)] if script.exists() else [sys.executable, "-m", "humanoid_bringup.launcher"]
         cmd = [*runner, str(self.launch_file)]
         cmd += [f"{k}:={v}" for k, v in self.arguments.items()]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
