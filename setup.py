@@ -55,6 +55,7 @@ setup(
             "humanoid-demo = humanoid_bringup.demo:main",
             "humanoid-urdf = humanoid_bringup.description.urdf_tool:main",
             "humanoid-eval = humanoid_bringup.evaluation.evaluate:main",
+            "humanoid-graph = humanoid_bringup.node_graph:main",
         ],
     },
 )

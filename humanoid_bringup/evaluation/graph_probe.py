@@ -185,7 +185,7 @@ class GraphProbe:
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        # no default QoS-event handlers (ros_utils.QuietNode): start_graph checks every subscription's match
+        # no default QoS-event handlers (node_utils.QuietNode): start_graph checks every subscription's match
         self.node = QuietNode(f"{name}_{os.getpid()}", context=self.context)
         self.data = Recorded()
         self.lock = threading.Lock()
