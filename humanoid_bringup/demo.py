@@ -197,13 +197,8 @@ def _plots(
 
 def run_wbc_demo(out: Path, robot: str, direction: str, fraction: float) -> dict[str, Any]:
     """The WBC stands and takes one push through the graph (``evaluation.push_eval``); its figures."""
-    from humanoid_bringup.evaluation.push_eval import (
-        PUSH_DURATION_S,
-        Kinematics,
-        WbcGraph,
-        plot_push,
-        run_trial,
-    )
+    from humanoid_bringup.evaluation.push_eval import PUSH_DURATION_S, plot_push, run_trial
+    from humanoid_bringup.evaluation.wbc_graph import Kinematics, WbcGraph
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.balance import push_impulse_bounds
 

@@ -107,7 +107,7 @@ def _wbc_push_run(out: Path) -> tuple[GraphProbe, Recorder]:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from humanoid_bringup.evaluation.push_eval import WbcGraph
+    from humanoid_bringup.evaluation.wbc_graph import WbcGraph
 
     g = WbcGraph(out, sim_duration_s=120.0)
     rec = Recorder()

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.push_eval import Kinematics, WbcGraph, run_trial
+from humanoid_bringup.evaluation.push_eval import run_trial
+from humanoid_bringup.evaluation.wbc_graph import Kinematics, WbcGraph
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.wbc.balance import push_impulse_bounds
 

@@ -20,6 +20,11 @@ Topics (see docs/architecture.md for the whole contract):
 Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
 simulated time, and once a controller is active each tick waits until the command answering that tick's
 ``/joint_states`` (same ``header.stamp`` or later) has arrived, or ``lockstep_timeout_s`` of wall time passed.
+
+One module past 600 lines, for one concept: the ROS side of the real-time loop. Its parameters, its
+callbacks (executor thread) and its loop (own thread) share the core, the backend and one lock, so they stay
+in one class where the lock discipline reads in one place; the pure parts are elsewhere (``driver_core``,
+``loop_stats``, ``hardware/``).
 """
 
 from __future__ import annotations
