@@ -30,7 +30,7 @@ demo: setup
 	$(VENV)/bin/humanoid-demo --out results/demo
 
 test: setup
-	$(PY) -m pytest -q test
+	$(PY) -m pytest -q --durations=15 test
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow" test

@@ -140,15 +140,12 @@ def run_graph(
     import time
 
     from diagnostic_msgs.msg import DiagnosticArray
-    from geometry_msgs.msg import Twist, WrenchStamped
+    from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
 
     from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.script_source import ScriptSource
     from humanoid_control.ros.lockstep import tick_stream_qos
-    from humanoid_policy.inprocess import command_at
 
     total = sum(d for _, d, _ in script)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -156,9 +153,8 @@ def run_graph(
     lock = threading.Lock()
     odom: dict[float, tuple[Any, ...]] = {}
     est_fz: dict[str, dict[float, float]] = {"left": {}, "right": {}}
-    state: dict[str, Any] = {"t0": None, "runner": [], "last": 0.0, "diag": {}, "diag_series": []}
-    qos = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
-    pubs: dict[str, Any] = {}
+    state: dict[str, Any] = {"diag": {}, "diag_series": []}
+    source = ScriptSource(script, stamp_digits=4)  # stamps keyed as below
 
     def key(m: Any) -> float:
         return round(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, 4)
@@ -168,27 +164,6 @@ def run_graph(
         with lock:
             odom[key(m)] = ((p.x, p.y, p.z), (o.w, o.x, o.y, o.z), (v.x, v.y, v.z))
 
-    def on_joints(m: Any) -> None:
-        t = key(m)
-        with lock:
-            if state["t0"] is None and "ramp" in state["runner"] and state["runner"][-1] == "run":
-                state["t0"] = t  # after a ramp: the first tick seen running
-            t0 = state["t0"]
-            state["last"] = t
-        if t0 is not None and pubs.get("cmd_sub") is not None:
-            # the script's start is known (found with a tick-by-tick acknowledgement, as its ramp path needs):
-            # from here this callback publishes only on the 10 ms grid: the probe acknowledges 10 ms at once;
-            # the 500 Hz /joint_commands, read only for the start, would cost the runner and the probe
-            probe.ack_period = 0.01
-            probe.node.destroy_subscription(pubs.pop("cmd_sub"))
-        if round(t * 1000) % 10 == 0:
-            tw = Twist()
-            tw.linear.x, tw.linear.y, tw.angular.z = (
-                # zero up to the start tick itself: t0 may not be known yet when that tick is processed
-                command_at(script, t - t0) if t0 is not None and t > t0 + 1e-9 else (0, 0, 0)
-            )
-            pubs["cmd"].publish(tw)
-
     def on_diag(m: Any) -> None:
         for st in m.status:
             if st.name == "state_estimator":
@@ -197,35 +172,18 @@ def run_graph(
                     state["diag"] = values
                     state["diag_series"].append((key(m), sum(_slip_ticks(values))))
 
-    latched = QoSProfile(
-        depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-    )
-
-    def on_command(msg: Any) -> None:
-        # the script starts at the stamp of the runner's first command: it sends none before it runs (it
-        # starts from the driver's hold, no ramp), and a stamp does not depend on when messages from two
-        # processes arrive (the runner's "run" on /policy_runner/state can come after the driver's next tick)
-        t = key(msg)
-        with lock:
-            if state["t0"] is None and "ramp" not in state["runner"]:
-                state["t0"] = t
-
     def setup(node: Any) -> None:
-        # served before the probe's /joint_states: the script starts at the same tick in every run
-        node.create_subscription(
-            String, "/policy_runner/state", lambda m: state["runner"].append(m.data), latched
-        )
+        source.setup(node)  # before the probe's /joint_states: the script starts at the same tick every run
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 100)
-        pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
-        pubs["cmd_sub"] = node.create_subscription(JointState, "/joint_commands", on_command, qos)
 
     probe = GraphProbe(
         subscribe_description=False,
         name="estimator_eval",
         lockstep_peer=True,
-        on_tick=on_joints,
+        on_tick=source.on_tick,
         setup=setup,
     )
+    source.probe = probe
     # per tick: the probe acknowledges a tick (and run_until holds it) only once these have it too
     stream = tick_stream_qos(2000)  # per-tick streams, read as a lockstep peer (transient-local)
     probe.subscribe(Odometry, "/odom", on_odom, stream, per_tick=True)
@@ -253,20 +211,20 @@ def run_graph(
         probe.start_graph(peers=("policy_runner", "state_estimator"), running=graph.running)
         deadline = time.monotonic() + 60 * total + 120
         while graph.running() and time.monotonic() < deadline:
-            with lock:
-                t0 = state["t0"]
+            with source.lock:
+                t0 = source.t0
             if t0 is not None:
                 break
             time.sleep(0.05)
-        if state["t0"] is not None:
+        if source.t0 is not None:
             # the whole script, held at its end: every /odom, contact and diagnostics message of it is in
-            probe.run_until(state["t0"] + total + 0.01, timeout=60 * total + 120)
+            probe.run_until(source.t0 + total + 0.01, timeout=60 * total + 120)
             with probe.lock:
                 fell = bool(probe.data.truth_pos) and min(p[2] for p in probe.data.truth_pos) < 0.45
     finally:
         graph.stop()
         probe.close()
-    if state["t0"] is None:
+    if source.t0 is None:
         raise RuntimeError(f"the policy never started; see {out_dir / 'graph.log'}")
     with probe.lock:
         truth = {
@@ -280,7 +238,7 @@ def run_graph(
             )
         }
         sim_fz = {s: {round(t, 4): f for t, f in v} for s, v in probe.data.contact_fz.items()}
-    t0 = state["t0"]
+    t0 = source.t0
     stamps = [
         t
         for t in sorted(set(truth) & set(odom))

@@ -21,7 +21,6 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.script_source import ScriptSource
 from humanoid_policy.inprocess import command_at
 
 # (segment, duration s, (vx m/s, vy m/s, wz rad/s)) - the issue's fixed script
@@ -179,11 +179,6 @@ def run_locomotion(
     render_to: Path | None = None,
 ) -> dict[str, Any]:
     """Run the command script through the ROS graph; the result dictionary (see module docstring)."""
-    from geometry_msgs.msg import Twist
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
-
     from humanoid_control.model.robot_config import load_robot_config
 
     script = script or LOCOMOTION_SCRIPT
@@ -202,60 +197,7 @@ def run_locomotion(
     }
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
-    lock = threading.Lock()
-    state: dict[str, Any] = {"runner": [], "t0": None, "last_t": None}
-    latched = QoSProfile(
-        depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-    )
-    pubs: dict[str, Any] = {}
-
-    def on_runner_state(msg: Any) -> None:
-        with lock:
-            state["runner"].append(msg.data)
-
-    def on_joint_state(msg: Any) -> None:
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        with lock:
-            if state["t0"] is None and "ramp" in state["runner"] and state["runner"][-1] == "run":
-                state["t0"] = t  # after a ramp: the first tick seen running
-            t0 = state["t0"]
-            state["last_t"] = t
-        if t0 is not None and pubs.get("cmd_sub") is not None:
-            # the script's start is known (found with a tick-by-tick acknowledgement, as its ramp path needs):
-            # from here this callback publishes only on the 10 ms grid: the probe acknowledges 10 ms at once;
-            # the 500 Hz /joint_commands, read only for the start, would cost the runner and the probe
-            probe.ack_period = 0.01
-            probe.node.destroy_subscription(pubs.pop("cmd_sub"))
-        # 100 Hz (every 5th tick at 500 Hz) is plenty for a 50 Hz policy and keeps the evaluator light
-        k = round(t * 1000.0)
-        if k % 10 != 0:
-            return
-        # zero up to the start tick itself: t0 may not be known yet when that tick is processed
-        cmd = command_at(script, t - t0) if t0 is not None and t > t0 + 1e-9 else (0.0, 0.0, 0.0)
-        tw = Twist()
-        tw.linear.x, tw.linear.y, tw.angular.z = cmd
-        pubs["cmd"].publish(tw)
-
-    def on_command(msg: Any) -> None:
-        # the script starts at the stamp of the runner's first command: it sends none before it runs (it
-        # starts from the driver's hold, no ramp), and a stamp does not depend on when messages from two
-        # processes arrive (the runner's "run" on /policy_runner/state can come after the driver's next tick)
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        with lock:
-            if state["t0"] is None and "ramp" not in state["runner"]:
-                state["t0"] = t
-
-    def setup(node: Any) -> None:
-        # before the probe's /joint_states: the runner's "run" (published while it processed tick k) is taken
-        # before tick k+1, so the script starts at the same tick in every lockstep run
-        node.create_subscription(String, "/policy_runner/state", on_runner_state, latched)
-        pubs["cmd"] = node.create_publisher(Twist, "/cmd_vel", 10)
-        pubs["cmd_sub"] = node.create_subscription(
-            JointState,
-            "/joint_commands",
-            on_command,
-            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
-        )
+    source = ScriptSource(script)
 
     lockstep = clock == "lockstep"
     probe = GraphProbe(
@@ -264,9 +206,10 @@ def run_locomotion(
         contacts=False,
         reliable_streams=lockstep,
         lockstep_peer=lockstep,
-        on_tick=on_joint_state,
-        setup=setup,
+        on_tick=source.on_tick,
+        setup=source.setup,
     )
+    source.probe = probe
     fell = False
     fall_reason = ""
     started_ok = False
@@ -275,20 +218,20 @@ def run_locomotion(
         probe.start_graph(peers=("policy_runner",) if lockstep else (), running=graph.running)
         deadline = time.monotonic() + 120.0
         while time.monotonic() < deadline and graph.running():
-            with lock:
-                if state["t0"] is not None:
+            with source.lock:
+                if source.t0 is not None:
                     started_ok = True
                     break
             time.sleep(0.05)
         if not started_ok:
             raise RuntimeError(
-                f"the policy never started (runner states {state['runner']}); see {graph.log_path}"
+                f"the policy never started (runner states {source.runner_states}); see {graph.log_path}"
             )
-        log(f"policy running at sim t = {state['t0']:.3f} s; script of {total:.0f} s")
+        log(f"policy running at sim t = {source.t0:.3f} s; script of {total:.0f} s")
         sim_wall0 = time.monotonic()
         while graph.running():
-            with lock:
-                t0, last = state["t0"], state["last_t"]
+            with source.lock:
+                t0, last = source.t0, source.last_t
             if last is not None and last - t0 >= total:
                 break
             with probe.lock:
@@ -300,8 +243,8 @@ def run_locomotion(
             if modes and modes[-1] == "damping":
                 fell, fall_reason = True, "driver went to damping"
                 break
-            with lock:
-                if state["runner"] and state["runner"][-1] == "fault":
+            with source.lock:
+                if source.runner_states and source.runner_states[-1] == "fault":
                     fell, fall_reason = True, "policy runner fault"
                     break
             if time.monotonic() - sim_wall0 > 30 * total + 60:
@@ -315,11 +258,11 @@ def run_locomotion(
 
     with probe.lock:
         data = probe.data
-        tt = np.array(data.truth_t) - state["t0"]
+        tt = np.array(data.truth_t) - source.t0
         quat = np.array(data.truth_quat_wxyz)
         twist = np.array(data.truth_twist)
         pos = np.array(data.truth_pos)
-        jt = np.array(data.joint_t) - state["t0"]
+        jt = np.array(data.joint_t) - source.t0
         jq = np.array(data.joint_q)
         je = np.array(
             [e if len(e) == config.num_joints else [0.0] * config.num_joints for e in data.joint_effort]
@@ -355,7 +298,7 @@ def run_locomotion(
         else 0.0,
         "realtime_factor": round(min(total, float(tt[-1]) if len(tt) else 0.0) / max(sim_wall, 1e-9), 3),
         "driver_modes": modes,
-        "runner_states": state["runner"],
+        "runner_states": source.runner_states,
         "lockstep_timeouts": int(diag.get("lockstep_timeouts", "0") or 0),
         "commands_refused": int(diag.get("commands_refused", "0") or 0),
         "driver_gain_profile": diag.get("gain_profile", ""),
