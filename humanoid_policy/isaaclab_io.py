@@ -142,7 +142,8 @@ def _action(doc: dict[str, Any], p: _Problems) -> dict[str, Any] | None:
         if path.rsplit(".", 1)[-1] == "JointPositionAction":
             found.append(term)
         else:
-            p.add(f"action term {i} '{path or term!r}' is not supported (only JointPositionAction)")
+            what = f"'{path}'" if path else repr(term)
+            p.add(f"action term {i} {what} is not supported (only JointPositionAction)")
     if len(found) > 1:
         p.add(f"{len(found)} JointPositionAction terms; one is supported")
     return found[0] if found else None

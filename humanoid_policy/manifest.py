@@ -775,30 +775,35 @@ def policy_format(path: Path) -> str:
     return "manifest"
 
 
+def load_policy_file(
+    path: Path, robot: RobotConfig | None = None, onnx: str | Path | None = None
+) -> PolicyManifest:
+    """Load a policy file with the loader of its :func:`policy_format` (no robot fit check).
+
+    ``onnx`` names the network of an Isaac Lab IO-descriptor or deploy YAML when it does not lie where the
+    loader looks by default (the other formats name their network themselves: refused there). ``robot``
+    gives a deploy YAML without ``joint_names`` its joint order.
+    """
+    fmt = policy_format(path)
+    if onnx is not None and fmt not in ("isaaclab_io_descriptors", "isaaclab_deploy"):
+        raise ManifestError(f"{path}: an ONNX path goes only with Isaac Lab IO descriptors or deploy.yaml")
+    if fmt == "holosoma_onnx":
+        return load_holosoma_onnx(path)
+    if fmt == "isaaclab_deploy":
+        return load_isaaclab_deploy(path, onnx_path=onnx, robot=robot)
+    if fmt == "isaaclab_io_descriptors":
+        from humanoid_policy.isaaclab_io import load_isaaclab_io_descriptors
+
+        return load_isaaclab_io_descriptors(path, onnx_path=onnx)
+    return load_manifest_yaml(path)
+
+
 def load_policy(
     policy: str, robot: RobotConfig | None = None, onnx: str | Path | None = None
 ) -> PolicyManifest:
-    """Load and check a policy by name or path; with ``robot``, also check it fits that robot.
-
-    ``onnx`` names the network of an Isaac Lab IO-descriptor or deploy YAML when it does not lie where the
-    loader looks by default (the other formats name their network themselves: refused there).
-    """
-    path = find_policy_file(policy)
-    fmt = policy_format(path)
-    if onnx is not None and fmt not in ("isaaclab_io_descriptors", "isaaclab_deploy"):
-        raise ManifestError(
-            f"{path}: an ONNX path is taken only with Isaac Lab IO descriptors or deploy.yaml"
-        )
-    if fmt == "holosoma_onnx":
-        manifest = load_holosoma_onnx(path)
-    elif fmt == "isaaclab_deploy":
-        manifest = load_isaaclab_deploy(path, onnx_path=onnx, robot=robot)
-    elif fmt == "isaaclab_io_descriptors":
-        from humanoid_policy.isaaclab_io import load_isaaclab_io_descriptors
-
-        manifest = load_isaaclab_io_descriptors(path, onnx_path=onnx)
-    else:
-        manifest = load_manifest_yaml(path)
+    """Load and check a policy by name or path (:func:`load_policy_file`); with ``robot``, also check it
+    fits that robot."""
+    manifest = load_policy_file(find_policy_file(policy), robot, onnx)
     if robot is not None:
         manifest.check_robot(robot)
     return manifest
