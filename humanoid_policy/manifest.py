@@ -25,8 +25,9 @@ wrong lengths - raises :class:`ManifestError` here, never while the robot moves.
 Units: rad, rad/s, m/s, N m/rad (kp), N m s/rad (kd), Hz. Frames: angular velocity and projected gravity in
 the base (IMU) frame; commands in the heading frame (x forward, y left, z up).
 
-A little over 600 lines for one concept, the manifest contract: the three loaders share its validation
-(``_vector``, ``_terms``, ``_check_against_onnx``), so they stay with it.
+About 800 lines for one concept, the manifest contract: the loaders share its validation (``_vector``,
+``_terms``, ``onnx_problems``, ``robot_problems``), so they stay with it; the IO-descriptor loader, which
+collects every problem of a file rather than raising the first, has its own module.
 """
 
 from __future__ import annotations
