@@ -111,7 +111,7 @@ def _describe(m: PolicyManifest, robot: RobotConfig) -> list[str]:
         joints = f"; joints: {len(t.joints)} of their own" if t.joints else ""
         lines.append(
             f"  {start:>6} {t.size:>5}  {t.name:<20} {t.kind:<18} {f'{t.dim} x {t.history}':>10}  "
-            f"scale {_fmt(t.scale)} {clip}{joints}"
+            f"scale {_fmt(t.scale)} {clip}{joints}".rstrip()
         )
         start += t.size
     lines += [
