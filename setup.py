@@ -56,6 +56,7 @@ setup(
             "humanoid-urdf = humanoid_bringup.description.urdf_tool:main",
             "humanoid-eval = humanoid_bringup.evaluation.evaluate:main",
             "humanoid-graph = humanoid_bringup.node_graph:main",
+            "humanoid-policy = humanoid_policy.check:main",
         ],
     },
 )

@@ -5,7 +5,7 @@ the order the network expects them (with scale, clip and history length), the ma
 joint order and the robot's, the action scale and offset (the policy's default pose), the PD gains the joints
 must use, the control rate, the command ranges and the gait-phase clock.
 
-Three loaders build one (all return the same dataclass; see ``docs/policy.md``):
+Four loaders build one (all return the same dataclass; see ``docs/policy.md``):
 
 - :func:`load_manifest_yaml` - this project's manifest YAML (``format: humanoid_policy/v1``), by hand,
   or with ``from_onnx_metadata`` naming fields to read from the ONNX metadata (how
@@ -14,7 +14,9 @@ Three loaders build one (all return the same dataclass; see ``docs/policy.md``):
   ranges from its metadata, the observation convention of its G1 29-DoF locomotion policies;
 - :func:`load_isaaclab_deploy` - an Isaac Lab ``deploy.yaml`` (unitree_rl_lab style: ``joint_ids_map``,
   ``step_dt``, ``stiffness``, ``damping``, ``default_joint_pos``, ``commands``, ``actions``,
-  ``observations``).
+  ``observations``);
+- :func:`humanoid_policy.isaaclab_io.load_isaaclab_io_descriptors` - Isaac Lab's exported
+  ``IO_descriptors.yaml`` (its own module).
 
 :func:`load_policy` resolves a policy argument (``holosoma/g1_ppo``, a ``.yaml`` or an ``.onnx`` path).
 Every mismatch - a joint the robot lacks, an observation size differing from the ONNX input, missing gains,
@@ -23,8 +25,9 @@ wrong lengths - raises :class:`ManifestError` here, never while the robot moves.
 Units: rad, rad/s, m/s, N m/rad (kp), N m s/rad (kd), Hz. Frames: angular velocity and projected gravity in
 the base (IMU) frame; commands in the heading frame (x forward, y left, z up).
 
-A little over 600 lines for one concept, the manifest contract: the three loaders share its validation
-(``_vector``, ``_terms``, ``_check_against_onnx``), so they stay with it.
+About 800 lines for one concept, the manifest contract: the loaders share its validation (``_vector``,
+``_terms``, ``onnx_problems``, ``robot_problems``), so they stay with it; the IO-descriptor loader, which
+collects every problem of a file rather than raising the first, has its own module.
 """
 
 from __future__ import annotations
@@ -86,6 +89,12 @@ class ObsTerm:
         scale: multiplier, scalar or one per value.
         clip: symmetric clip applied after scaling (``None``: none).
         history: samples kept, oldest first in the vector (per term, as Isaac Lab and holosoma do).
+        joints: joint names of a per-joint term (``dof_pos``, ``dof_vel``) when they are not the policy's
+            action joints (empty: the manifest's ``joint_names``).
+        offset: subtracted from a per-joint term's raw value, per joint (rad, rad/s); ``None``: ``dof_pos``
+            uses the manifest's ``default_pose``, ``dof_vel`` zero.
+        clip_range: ``(lo, hi)`` clip of the raw value (after the offset) *before* scaling, Isaac Lab's order
+            (``None``: none).
     """
 
     name: str
@@ -94,6 +103,9 @@ class ObsTerm:
     scale: np.ndarray
     clip: float | None = None
     history: int = 1
+    joints: tuple[str, ...] = ()
+    offset: np.ndarray | None = None
+    clip_range: tuple[float, float] | None = None
 
     @property
     def size(self) -> int:
@@ -119,6 +131,19 @@ class PhaseClock:
 
 
 @dataclass(frozen=True)
+class RecurrentState:
+    """A recurrent network's state tensor: fed as ``input``, read back from ``output`` after each step.
+
+    Isaac Lab's LSTM exporter writes ``h_in`` / ``c_in`` -> ``h_out`` / ``c_out`` of shape
+    ``(num_layers, 1, hidden)``; the state starts at zero and is zeroed again on every policy reset.
+    """
+
+    input: str
+    output: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class PolicyManifest:
     """The full contract of one policy (all per-joint arrays in the *policy's* joint order).
 
@@ -135,6 +160,11 @@ class PolicyManifest:
         terms: observation terms in vector order.
         history_fill: ``zeros`` or ``first`` (repeat the first sample).
         phase: gait clock, if the policy observes one.
+        action_offset: target offset when it is not ``default_pose`` (Isaac Lab's ``JointPositionAction``
+            ``offset``; ``None``: ``default_pose``).
+        target_clip: per-joint ``(lo, hi)`` clip of the targets (rad) after scale and offset, shape (n, 2)
+            (Isaac Lab's ``JointAction`` ``clip``; ``None``: none).
+        recurrent: state tensors of a recurrent network (empty: feed-forward).
     """
 
     name: str
@@ -154,6 +184,14 @@ class PolicyManifest:
     history_fill: str = "zeros"
     phase: PhaseClock | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    action_offset: np.ndarray | None = None
+    target_clip: np.ndarray | None = None
+    recurrent: tuple[RecurrentState, ...] = ()
+
+    @property
+    def target_offset(self) -> np.ndarray:
+        """Joint target for a zero action (rad, policy order)."""
+        return self.default_pose if self.action_offset is None else self.action_offset
 
     @property
     def num_joints(self) -> int:
@@ -184,15 +222,47 @@ class PolicyManifest:
             )
         return np.array([index[n] for n in self.joint_names], dtype=int)
 
+    def robot_problems(self, robot: RobotConfig) -> list[str]:
+        """Every way the policy does not fit ``robot``, one message each (empty: it fits).
+
+        Joints are matched by name: a policy or observation joint the robot lacks; the default pose outside
+        the joint limits; gains above the robot's ``gain_limits``.
+        """
+        known = set(robot.joint_names)
+        problems = []
+        missing = [n for n in self.joint_names if n not in known]
+        if missing:
+            problems.append(f"unknown joints: robot '{robot.name}' has no {missing}")
+        for term in self.terms:
+            absent = [n for n in term.joints if n not in known]
+            if absent:
+                problems.append(f"observation term '{term.name}' reads unknown joints {absent}")
+        index = {n: i for i, n in enumerate(robot.joint_names)}
+        rows = [(i, index[n]) for i, n in enumerate(self.joint_names) if n in index]
+        lower, upper = robot.array("lower"), robot.array("upper")
+        outside = [
+            f"{self.joint_names[i]} {self.default_pose[i]:+.4f} not in [{lower[r]:+.4f}, {upper[r]:+.4f}]"
+            for i, r in rows
+            if not lower[r] <= self.default_pose[i] <= upper[r]
+        ]
+        if outside:
+            problems.append(f"default pose outside the joint limits: {'; '.join(outside)}")
+        kp, kd = np.zeros(robot.num_joints), np.zeros(robot.num_joints)
+        for i, r in rows:
+            kp[r], kd[r] = self.kp[i], self.kd[i]
+        beyond = robot.gain_limit_violations(kp, kd)
+        if beyond:
+            problems.append(f"gains beyond the robot's limits: {'; '.join(beyond)}")
+        return problems
+
     def check_robot(self, robot: RobotConfig) -> np.ndarray:
-        """Check the policy fits ``robot`` (joints, default pose within limits); the robot indices."""
-        idx = self.robot_indices(robot)
-        lower, upper = robot.array("lower")[idx], robot.array("upper")[idx]
-        rows = zip(self.joint_names, self.default_pose, lower, upper, strict=True)
-        bad = [n for n, q, lo, hi in rows if not lo <= q <= hi]
-        if bad:
-            raise ManifestError(f"policy '{self.name}': default pose outside the robot's limits for {bad}")
-        return idx
+        """Check the policy fits ``robot`` (:meth:`robot_problems`, all of them in one error); the robot
+        indices of the policy's joints."""
+        problems = self.robot_problems(robot)
+        if problems:
+            fit = f"policy '{self.name}' does not fit robot '{robot.name}'"
+            raise ManifestError(f"{fit}: " + " | ".join(problems))
+        return self.robot_indices(robot)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -230,8 +300,46 @@ def _vector(value: Any, n: int, what: str, where: str, names: tuple[str, ...] | 
     return arr
 
 
-def _onnx_io(path: Path, where: str) -> tuple[dict[str, int | None], list[str], dict[str, Any]]:
-    """ONNX inputs (name -> last dim), outputs and custom metadata (JSON-decoded where possible)."""
+@dataclass(frozen=True)
+class OnnxSignature:
+    """Tensors of an ONNX model: name -> shape (``None`` for a symbolic dimension), in graph order, and its
+    custom metadata (JSON-decoded where possible)."""
+
+    path: Path
+    inputs: dict[str, tuple[int | None, ...]]
+    outputs: dict[str, tuple[int | None, ...]]
+    metadata: dict[str, Any]
+
+    def last_dim(self, shapes: dict[str, tuple[int | None, ...]], name: str) -> int | None:
+        """The last dimension of tensor ``name`` in ``shapes`` (None if unknown)."""
+        shape = shapes.get(name, ())
+        return shape[-1] if shape else None
+
+    def recurrent_state(self, obs_input: str) -> tuple[list[RecurrentState], list[str]]:
+        """State tensors besides ``obs_input``: each ``<x>_in`` input paired with its ``<x>_out`` output
+        (Isaac Lab's exporter: ``h_in``/``c_in`` -> ``h_out``/``c_out``); the problems found."""
+        states, problems = [], []
+        for name, shape in self.inputs.items():
+            if name == obs_input:
+                continue
+            out = name[: -len("_in")] + "_out" if name.endswith("_in") else None
+            if out is None or out not in self.outputs:
+                problems.append(
+                    f"ONNX {self.path.name} has an input '{name}' besides the observation '{obs_input}' and "
+                    f"no matching state output (a recurrent state '<x>_in' needs an output '<x>_out')"
+                )
+            elif any(d is None for d in shape) or self.outputs[out] != shape:
+                problems.append(
+                    f"recurrent state '{name}' -> '{out}' needs one fixed shape, got {list(shape)} and "
+                    f"{list(self.outputs[out])}"
+                )
+            else:
+                states.append(RecurrentState(name, out, tuple(int(d) for d in shape)))  # type: ignore[arg-type]
+        return states, problems
+
+
+def read_onnx_signature(path: Path, where: str) -> OnnxSignature:
+    """Load ``path`` with onnxruntime (CPU) and describe its tensors; ManifestError if it cannot."""
     import onnxruntime as ort
 
     if not path.is_file():
@@ -242,28 +350,17 @@ def _onnx_io(path: Path, where: str) -> tuple[dict[str, int | None], list[str], 
         session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:
         raise _fail(where, f"cannot load ONNX file {path}: {exc}") from exc
-    inputs = {}
-    for i in session.get_inputs():
-        last = i.shape[-1] if i.shape else None
-        inputs[i.name] = last if isinstance(last, int) else None
-    outputs = [o.name for o in session.get_outputs()]
+
+    def shapes(tensors: Any) -> dict[str, tuple[int | None, ...]]:
+        return {t.name: tuple(d if isinstance(d, int) else None for d in (t.shape or ())) for t in tensors}
+
     meta: dict[str, Any] = {}
     for key, raw in session.get_modelmeta().custom_metadata_map.items():
         try:
             meta[key] = json.loads(raw)
         except (ValueError, TypeError):
             meta[key] = raw
-    return inputs, outputs, meta
-
-
-def _output_size(path: Path, output: str) -> int | None:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    for o in session.get_outputs():
-        if o.name == output and o.shape and isinstance(o.shape[-1], int):
-            return int(o.shape[-1])
-    return None
+    return OnnxSignature(path, shapes(session.get_inputs()), shapes(session.get_outputs()), meta)
 
 
 def _command_ranges(value: Any, where: str) -> dict[str, tuple[float, float]]:
@@ -320,35 +417,47 @@ def _terms(spec: Any, n_joints: int, where: str) -> list[ObsTerm]:
     return terms
 
 
-def _check_against_onnx(m: PolicyManifest, inputs: dict[str, int | None], outputs: list[str]) -> None:
-    where = m.source
-    if m.input_name not in inputs:
-        raise _fail(where, f"ONNX {m.onnx_path.name} has no input '{m.input_name}' (inputs: {list(inputs)})")
-    if m.output_name not in outputs:
-        raise _fail(where, f"ONNX {m.onnx_path.name} has no output '{m.output_name}' (outputs: {outputs})")
-    size = inputs[m.input_name]
+def onnx_problems(m: PolicyManifest, onnx: OnnxSignature) -> tuple[list[RecurrentState], list[str]]:
+    """The manifest against its network: tensor names, observation and action sizes (both named when they
+    differ), recurrent state pairs, gains, rate, phase clock. The recurrent states and every problem."""
+    problems = []
+    name = onnx.path.name
+    if m.input_name not in onnx.inputs:
+        problems.append(f"ONNX {name} has no input '{m.input_name}' (inputs: {list(onnx.inputs)})")
+    if m.output_name not in onnx.outputs:
+        problems.append(f"ONNX {name} has no output '{m.output_name}' (outputs: {list(onnx.outputs)})")
+    size = onnx.last_dim(onnx.inputs, m.input_name)
     if size is not None and size != m.obs_size:
-        raise _fail(
-            where,
+        problems.append(
             f"observation size mismatch: the manifest's terms make {m.obs_size} values but ONNX input "
-            f"'{m.input_name}' of {m.onnx_path.name} takes {size}",
+            f"'{m.input_name}' of {name} takes {size}"
         )
-    out = _output_size(m.onnx_path, m.output_name)
+    out = onnx.last_dim(onnx.outputs, m.output_name)
     if out is not None and out != m.num_joints:
-        raise _fail(
-            where,
+        problems.append(
             f"action size mismatch: the manifest names {m.num_joints} joints but ONNX output "
-            f"'{m.output_name}' has {out} values",
+            f"'{m.output_name}' has {out} values"
         )
+    states, state_problems = onnx.recurrent_state(m.input_name)
+    problems += state_problems
     if np.any(m.kp < 0) or np.any(m.kd < 0):
-        raise _fail(where, "gains must be non-negative")
+        problems.append("gains must be non-negative")
     if not (0.0 < m.rate_hz <= 1000.0):
-        raise _fail(where, f"rate_hz {m.rate_hz} out of range (0, 1000]")
+        problems.append(f"rate_hz {m.rate_hz} out of range (0, 1000]")
     if m.history_fill not in ("zeros", "first"):
-        raise _fail(where, f"history_fill must be 'zeros' or 'first', not '{m.history_fill}'")
+        problems.append(f"history_fill must be 'zeros' or 'first', not '{m.history_fill}'")
     phase_terms = [t.name for t in m.terms if t.kind in ("sin_phase", "cos_phase")]
     if phase_terms and m.phase is None:
-        raise _fail(where, f"terms {phase_terms} need a phase clock (phase: {{period_s: ...}})")
+        problems.append(f"terms {phase_terms} need a phase clock (phase: {{period_s: ...}})")
+    return states, problems
+
+
+def _check_against_onnx(m: PolicyManifest, onnx: OnnxSignature) -> PolicyManifest:
+    """:func:`onnx_problems`, raised as one ManifestError; the manifest with its recurrent states."""
+    states, problems = onnx_problems(m, onnx)
+    if problems:
+        raise _fail(m.source, " | ".join(problems))
+    return replace(m, recurrent=tuple(states))
 
 
 # ---------------------------------------------------------------------------------------------- loaders
@@ -382,7 +491,8 @@ def load_manifest_yaml(path: str | Path) -> PolicyManifest:
         onnx_path = resolve_sources(sources, path, "policy ONNX")
     except ConfigError as exc:
         raise _fail(where, str(exc)) from exc
-    inputs, outputs, meta = _onnx_io(onnx_path, where)
+    onnx = read_onnx_signature(onnx_path, where)
+    inputs, outputs, meta = list(onnx.inputs), list(onnx.outputs), onnx.metadata
 
     from_meta = doc.get("from_onnx_metadata", {}) or {}
     if not isinstance(from_meta, dict):
@@ -439,10 +549,9 @@ def load_manifest_yaml(path: str | Path) -> PolicyManifest:
         terms=tuple(terms),
         history_fill=str(obs.get("history_fill", "zeros")),
         phase=_phase(phase, where),
-        metadata={"onnx_metadata_keys": sorted(meta)},
+        metadata={"onnx_metadata_keys": sorted(meta), "format": "humanoid_policy/v1"},
     )
-    _check_against_onnx(manifest, inputs, outputs)
-    return manifest
+    return _check_against_onnx(manifest, onnx)
 
 
 def _phase(spec: Any, where: str) -> PhaseClock | None:
@@ -494,7 +603,8 @@ def load_holosoma_onnx(onnx_path: str | Path) -> PolicyManifest:
     template = load_manifest_yaml(holosoma_convention_path())
     onnx_path = Path(onnx_path).resolve()
     where = str(onnx_path)
-    inputs, outputs, meta = _onnx_io(onnx_path, where)
+    onnx = read_onnx_signature(onnx_path, where)
+    meta = onnx.metadata
     missing = [k for k in ("dof_names", "kp", "kd") if k not in meta]
     if missing:
         raise _fail(where, f"not a holosoma policy: ONNX metadata lacks {missing}")
@@ -513,11 +623,11 @@ def load_holosoma_onnx(onnx_path: str | Path) -> PolicyManifest:
         kp=_vector(meta["kp"], n, "kp", where),
         kd=_vector(meta["kd"], n, "kd", where),
         command_ranges=_command_ranges(meta.get("command_ranges", {}), where),
-        input_name=next(iter(inputs)),
-        output_name=outputs[0],
+        input_name=next(iter(onnx.inputs)),
+        output_name=next(iter(onnx.outputs)),
+        metadata={"format": "holosoma ONNX"},
     )
-    _check_against_onnx(manifest, inputs, outputs)
-    return manifest
+    return _check_against_onnx(manifest, onnx)
 
 
 def load_isaaclab_deploy(
@@ -543,7 +653,7 @@ def load_isaaclab_deploy(
             path.parent / doc["onnx"] if "onnx" in doc else path.parent.parent / "exported" / "policy.onnx"
         )
     onnx_path = Path(onnx_path)
-    inputs, outputs, _meta = _onnx_io(onnx_path, where)
+    onnx = read_onnx_signature(onnx_path, where)
     n = len(doc["default_joint_pos"])
     if "joint_names" in doc:
         joints = tuple(doc["joint_names"])
@@ -592,8 +702,8 @@ def load_isaaclab_deploy(
         name=path.parent.parent.name if path.parent.name == "params" else path.stem,
         source=where,
         onnx_path=onnx_path,
-        input_name=next(iter(inputs)),
-        output_name=outputs[0],
+        input_name=next(iter(onnx.inputs)),
+        output_name=next(iter(onnx.outputs)),
         joint_names=joints,
         default_pose=_vector(offset, n, "actions offset", where),
         action_scale=_vector(act.get("scale", 1.0), n, "actions scale", where),
@@ -605,9 +715,9 @@ def load_isaaclab_deploy(
         terms=tuple(terms),
         history_fill="first",
         phase=None,
+        metadata={"format": "Isaac Lab deploy.yaml"},
     )
-    _check_against_onnx(manifest, inputs, outputs)
-    return manifest
+    return _check_against_onnx(manifest, onnx)
 
 
 # ---------------------------------------------------------------------------------------------- lookup
@@ -649,17 +759,52 @@ def find_policy_file(policy: str) -> Path:
     raise ManifestError(f"unknown policy '{policy}' (known: {', '.join(known_policies()) or 'none'})")
 
 
-def load_policy(policy: str, robot: RobotConfig | None = None) -> PolicyManifest:
-    """Load and check a policy by name or path; with ``robot``, also check it fits that robot."""
-    path = find_policy_file(policy)
+POLICY_FORMATS = ("manifest", "holosoma_onnx", "isaaclab_deploy", "isaaclab_io_descriptors")
+
+
+def policy_format(path: Path) -> str:
+    """Which loader reads ``path``: one of :data:`POLICY_FORMATS` (sniffed from its top-level keys)."""
     if path.suffix == ".onnx":
-        manifest = load_holosoma_onnx(path)
-    else:
-        text = path.read_text(errors="replace")
-        if re.search(r"^joint_ids_map:|^step_dt:", text, re.M) and "format:" not in text:
-            manifest = load_isaaclab_deploy(path, robot=robot)
-        else:
-            manifest = load_manifest_yaml(path)
+        return "holosoma_onnx"
+    text = path.read_text(errors="replace")
+    if re.search(r"^format:", text, re.M):
+        return "manifest"
+    if re.search(r"^joint_ids_map:|^step_dt:", text, re.M):
+        return "isaaclab_deploy"
+    if re.search(r"^articulations:|^scene:", text, re.M) and re.search(r"^observations:", text, re.M):
+        return "isaaclab_io_descriptors"
+    return "manifest"
+
+
+def load_policy_file(
+    path: Path, robot: RobotConfig | None = None, onnx: str | Path | None = None
+) -> PolicyManifest:
+    """Load a policy file with the loader of its :func:`policy_format` (no robot fit check).
+
+    ``onnx`` names the network of an Isaac Lab IO-descriptor or deploy YAML when it does not lie where the
+    loader looks by default (the other formats name their network themselves: refused there). ``robot``
+    gives a deploy YAML without ``joint_names`` its joint order.
+    """
+    fmt = policy_format(path)
+    if onnx is not None and fmt not in ("isaaclab_io_descriptors", "isaaclab_deploy"):
+        raise ManifestError(f"{path}: an ONNX path goes only with Isaac Lab IO descriptors or deploy.yaml")
+    if fmt == "holosoma_onnx":
+        return load_holosoma_onnx(path)
+    if fmt == "isaaclab_deploy":
+        return load_isaaclab_deploy(path, onnx_path=onnx, robot=robot)
+    if fmt == "isaaclab_io_descriptors":
+        from humanoid_policy.isaaclab_io import load_isaaclab_io_descriptors
+
+        return load_isaaclab_io_descriptors(path, onnx_path=onnx)
+    return load_manifest_yaml(path)
+
+
+def load_policy(
+    policy: str, robot: RobotConfig | None = None, onnx: str | Path | None = None
+) -> PolicyManifest:
+    """Load and check a policy by name or path (:func:`load_policy_file`); with ``robot``, also check it
+    fits that robot."""
+    manifest = load_policy_file(find_policy_file(policy), robot, onnx)
     if robot is not None:
         manifest.check_robot(robot)
     return manifest

@@ -7,11 +7,14 @@ Per policy step (``rate_hz`` of the manifest), in this order - the order of holo
 1. the command ``(vx, vy, wz)`` (m/s, m/s, rad/s, heading frame) is clipped to the manifest's ranges;
 2. the gait clock advances by ``2 pi / (rate_hz period_s)`` and wraps to [-pi, pi); a zero command pins it
    to ``standing``, and the first non-zero command after standing restarts it at ``start``;
-3. the observation is built from the measured state (terms in manifest order, each scaled, then clipped,
-   history per term oldest first) and cast to float32;
-4. the network runs; its raw output is clipped to ``action_clip`` and kept as the next ``actions`` term;
-5. joint targets ``q* = default_pose + action_scale * action`` (rad), in the policy's joint order, are
-   scattered into the robot's joint order (joints the policy does not drive keep the robot's default pose).
+3. the observation is built from the measured state (terms in manifest order; per-joint terms read their
+   joints by name and subtract their offset; each term is clipped to ``clip_range``, scaled, then clipped to
+   ``clip``; history per term oldest first) and cast to float32;
+4. the network runs (a recurrent one with its state, which it returns updated); its raw output is clipped to
+   ``action_clip`` and kept as the next ``actions`` term;
+5. joint targets ``q* = target_offset + action_scale * action`` (rad), clipped per joint to
+   ``target_clip``, in the policy's joint order, are scattered into the robot's joint order by name (joints
+   the policy does not drive keep the robot's default pose).
 
 Frames: ``gyro`` is the angular velocity of the base in the base (IMU) frame (rad/s); ``quat_wxyz`` is the
 base orientation (base -> world, w first); ``projected_gravity = R^T (0, 0, -1)``.
@@ -63,11 +66,24 @@ class GaitClock:
 
 
 class ObservationBuilder:
-    """Builds the observation vector of a manifest from joint state (policy order), IMU and command."""
+    """Builds the observation vector of a manifest from joint state (robot order), IMU and command.
 
-    def __init__(self, manifest: PolicyManifest) -> None:
+    Args:
+        manifest: the policy. robot_joints: the robot's joint names in its order (per-joint terms pick their
+            joints from it by name).
+    """
+
+    def __init__(self, manifest: PolicyManifest, robot_joints: list[str]) -> None:
         self.manifest = manifest
         self.size = manifest.obs_size
+        index = {n: i for i, n in enumerate(robot_joints)}
+        self._joints: dict[str, np.ndarray] = {}  # term name -> robot index of each of its joints
+        self._offset: dict[str, np.ndarray] = {}
+        for t in manifest.terms:
+            if t.kind in ("dof_pos", "dof_vel"):
+                self._joints[t.name] = np.array([index[n] for n in (t.joints or manifest.joint_names)])
+                default = manifest.default_pose if t.kind == "dof_pos" else np.zeros(t.dim)
+                self._offset[t.name] = default if t.offset is None else t.offset
         self.reset()
 
     def reset(self) -> None:
@@ -87,7 +103,7 @@ class ObservationBuilder:
         """The observation (float32, ``obs_size``).
 
         Args:
-            q, dq: joint positions (rad) and velocities (rad/s) in the policy's joint order.
+            q, dq: joint positions (rad) and velocities (rad/s) in the robot's joint order.
             gyro: base angular velocity in the base frame (rad/s). gravity: projected gravity (unit).
             command: clipped ``(vx, vy, wz)``. last_action: previous raw action. phase: gait phases or None.
         """
@@ -98,8 +114,6 @@ class ObservationBuilder:
             "command_lin_vel": command[:2],
             "command_ang_vel": command[2:3],
             "velocity_command": command,
-            "dof_pos": q - m.default_pose,
-            "dof_vel": dq,
             "actions": last_action,
         }
         if phase is not None:
@@ -108,7 +122,13 @@ class ObservationBuilder:
         out = np.empty(self.size, dtype=np.float32)
         start = 0
         for term in m.terms:
-            sample = (np.asarray(values[term.kind], dtype=float) * term.scale).astype(np.float32)
+            if term.kind in ("dof_pos", "dof_vel"):
+                raw = (q if term.kind == "dof_pos" else dq)[self._joints[term.name]] - self._offset[term.name]
+            else:
+                raw = np.asarray(values[term.kind], dtype=float)
+            if term.clip_range is not None:
+                raw = np.clip(raw, term.clip_range[0], term.clip_range[1])
+            sample = (raw * term.scale).astype(np.float32)
             if term.clip is not None:
                 sample = np.clip(sample, -term.clip, term.clip)
             hist = self._history[term.name]
@@ -159,16 +179,17 @@ class PolicyCore:
         self.session = ort.InferenceSession(str(manifest.onnx_path), opts, providers=["CPUExecutionProvider"])
         # warm-up: onnxruntime's first runs allocate and optimise (tens of ms); do it now, not in the first
         # real-time step, where it would stall the command stream past the driver's watchdog
+        self.state = {s.input: np.zeros(s.shape, dtype=np.float32) for s in manifest.recurrent}
         for _ in range(5):
             self.infer(np.zeros(manifest.obs_size, dtype=np.float32))
-        self.builder = ObservationBuilder(manifest)
+        self.builder = ObservationBuilder(manifest, robot.joint_names)
         self.clock = GaitClock(manifest.phase, manifest.rate_hz) if manifest.phase else None
         lo = [manifest.command_ranges[k][0] for k in ("lin_vel_x", "lin_vel_y", "ang_vel_z")]
         hi = [manifest.command_ranges[k][1] for k in ("lin_vel_x", "lin_vel_y", "ang_vel_z")]
         self.command_low, self.command_high = np.array(lo), np.array(hi)
         # robot-order default targets: the policy's default pose on its joints, the robot's elsewhere
         self.default_target = robot.array("default").copy()
-        self.default_target[self.index] = manifest.default_pose
+        self.default_target[self.index] = manifest.default_pose  # the pose the policy starts from
         # True when the driver's own hold pose is the policy's start pose (then the driver's hold is the ramp)
         self.default_matches_robot = bool(np.allclose(self.default_target, robot.array("default"), atol=1e-3))
         stand = robot.gain_profile("stand")
@@ -177,8 +198,10 @@ class PolicyCore:
         self.reset()
 
     def reset(self) -> None:
-        """Zero the last action, restart the gait clock and forget the observation history."""
+        """Zero the last action and the recurrent state, restart the gait clock, forget the history."""
         self.last_action = np.zeros(self.manifest.num_joints)
+        for value in self.state.values():
+            value.fill(0.0)
         self.builder.reset()
         if self.clock is not None:
             self.clock.reset()
@@ -189,9 +212,19 @@ class PolicyCore:
         return np.clip(c, self.command_low, self.command_high)
 
     def infer(self, obs: np.ndarray) -> np.ndarray:
-        """Run the network on one observation; the raw output (float64, policy order)."""
-        out = self.session.run([self.manifest.output_name], {self.manifest.input_name: obs[None, :]})[0]
-        return np.asarray(out, dtype=float).reshape(-1)
+        """Run the network on one observation; the raw output (float64, policy order).
+
+        A recurrent network gets its state too, and :attr:`state` becomes the state it returns.
+        """
+        m = self.manifest
+        if not m.recurrent:
+            out = self.session.run([m.output_name], {m.input_name: obs[None, :]})[0]
+            return np.asarray(out, dtype=float).reshape(-1)
+        feed = {m.input_name: obs[None, :], **self.state}
+        results = self.session.run([m.output_name, *(s.output for s in m.recurrent)], feed)
+        for s, value in zip(m.recurrent, results[1:], strict=True):
+            self.state[s.input] = np.asarray(value, dtype=np.float32).reshape(s.shape)
+        return np.asarray(results[0], dtype=float).reshape(-1)
 
     def step(
         self,
@@ -206,8 +239,8 @@ class PolicyCore:
         cmd = self.clip_command(command)
         phase = self.clock.advance(cmd).copy() if self.clock is not None else None
         obs = self.builder.build(
-            np.asarray(q, dtype=float)[self.index],
-            np.asarray(dq, dtype=float)[self.index],
+            np.asarray(q, dtype=float),
+            np.asarray(dq, dtype=float),
             np.asarray(gyro, dtype=float),
             projected_gravity(np.asarray(quat_wxyz, dtype=float)),
             cmd,
@@ -221,5 +254,8 @@ class PolicyCore:
         target = self.default_target.copy()
         if finite:
             self.last_action = action
-            target[self.index] = m.default_pose + m.action_scale * action
+            policy_target = m.target_offset + m.action_scale * action
+            if m.target_clip is not None:
+                policy_target = np.clip(policy_target, m.target_clip[:, 0], m.target_clip[:, 1])
+            target[self.index] = policy_target
         return PolicyStep(obs=obs, action=action, q_target=target, finite=finite, command=cmd, phase=phase)

@@ -11,8 +11,8 @@ Topics:
   once per joint state, so the driver's lockstep and watchdog see a steady stream), ``~/state``
   (std_msgs/String, latched) and ``/diagnostics``.
 
-Services (std_srvs/Trigger): ``~/start``, ``~/stop`` (the driver ramps back to ``hold``), ``~/reset`` (leave
-``fault``).
+Services (std_srvs/Trigger): ``~/start`` (fresh policy state: last action, history, gait phase and a recurrent
+network's state), ``~/stop`` (the driver ramps back to ``hold``), ``~/reset`` (leave ``fault``).
 
 Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
 to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the
@@ -56,7 +56,15 @@ class PolicyRunnerNode(QuietNode):
             self,
             "policy",
             "holosoma/g1_ppo",
-            "policy name (config/policies) or manifest/ONNX path",
+            "policy name (config/policies), or a path: manifest, ONNX, Isaac Lab IO descriptors, deploy.yaml",
+            read_only=True,
+        )
+        policy_onnx = declare(
+            self,
+            "policy_onnx",
+            "auto",
+            "the ONNX of an Isaac Lab IO-descriptor or deploy YAML policy; auto: the one beside it "
+            "(<task>.onnx, policy.onnx, ../exported/policy.onnx)",
             read_only=True,
         )
         settings = RunnerSettings(
@@ -115,7 +123,8 @@ class PolicyRunnerNode(QuietNode):
         )
 
         self.robot = load_robot_config(robot)
-        self.manifest = load_policy(policy, self.robot)  # every contract check happens here, before moving
+        onnx = None if policy_onnx in ("", "auto") else policy_onnx
+        self.manifest = load_policy(policy, self.robot, onnx)  # every contract check here, before moving
         self.core = PolicyCore(self.manifest, self.robot, threads=threads)
         self.runner = PolicyRunner(self.core, settings)
         self.names = list(self.robot.joint_names)
@@ -184,6 +193,11 @@ class PolicyRunnerNode(QuietNode):
         self.get_logger().info(
             f"policy {self.manifest.name}: {self.manifest.onnx_path.name}, "
             f"{self.manifest.num_joints} joints, obs {self.manifest.obs_size}, {self.manifest.rate_hz:g} Hz"
+            + (
+                f", recurrent ({len(self.manifest.recurrent)} state tensors)"
+                if self.manifest.recurrent
+                else ""
+            )
         )
 
     # ------------------------------------------------------------------ gains

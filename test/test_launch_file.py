@@ -52,6 +52,7 @@ def test_policy_controller_arguments() -> None:
         assert runner.params == {
             "robot": "g1",
             "policy": "holosoma/g1_fastsac",
+            "policy_onnx": "auto",
             "lockstep": True,
             "autostart": False,
             "state_reliability": "reliable",

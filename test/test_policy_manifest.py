@@ -155,11 +155,11 @@ def test_malformed_yaml_file(tmp_path: Path) -> None:
         load_manifest_yaml(bad)
 
 
-def test_isaaclab_deploy_yaml(tmp_path: Path) -> None:
-    """unitree_rl_lab layout: per-joint arrays in policy order, joint_ids_map into the robot's (SDK) order."""
+def write_deploy_yaml(tmp_path: Path, hist: int = 2) -> tuple[Path, np.ndarray]:
+    """An Isaac Lab deploy YAML (unitree_rl_lab layout: ``params/deploy.yaml``, ``exported/policy.onnx``) with
+    a zero linear ONNX; per-joint arrays in a random policy order. Returns the path and that order."""
     rng = np.random.default_rng(3)
     perm = rng.permutation(N)
-    hist = 2
     obs_size = (3 + 3 + 3 + N + N + N) * hist
     (tmp_path / "exported").mkdir()
     (tmp_path / "params").mkdir()
@@ -201,6 +201,14 @@ def test_isaaclab_deploy_yaml(tmp_path: Path) -> None:
     }
     path = tmp_path / "params" / "deploy.yaml"
     path.write_text(yaml.safe_dump(deploy, sort_keys=False))
+    return path, perm
+
+
+def test_isaaclab_deploy_yaml(tmp_path: Path) -> None:
+    """unitree_rl_lab layout: per-joint arrays in policy order, joint_ids_map into the robot's (SDK) order."""
+    hist = 2
+    obs_size = (3 + 3 + 3 + N + N + N) * hist
+    path, perm = write_deploy_yaml(tmp_path, hist)
     m = load_isaaclab_deploy(path, robot=ROBOT)
     assert m.joint_names == tuple(NAMES[i] for i in perm)
     assert m.rate_hz == pytest.approx(50.0) and m.obs_size == obs_size

@@ -99,7 +99,8 @@ def validate_gains(config: RobotConfig, kp: object, kd: object) -> tuple[np.ndar
     """Per-joint gains (configuration order) as arrays.
 
     Raises:
-        ValueError: wrong length, non-finite or negative values.
+        ValueError: wrong length, non-finite or negative values, or values above the robot's
+            ``gain_limits``.
     """
     n = config.num_joints
     out = []
@@ -110,6 +111,9 @@ def validate_gains(config: RobotConfig, kp: object, kd: object) -> tuple[np.ndar
         if not np.all(np.isfinite(arr)) or np.any(arr < 0):
             raise ValueError(f"{label} must be finite and non-negative")
         out.append(arr)
+    beyond = config.gain_limit_violations(out[0], out[1])
+    if beyond:
+        raise ValueError(f"gains beyond the robot's limits: {'; '.join(beyond)}")
     return out[0], out[1]
 
 

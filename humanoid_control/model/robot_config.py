@@ -120,7 +120,11 @@ class WbcSpec:
 
 @dataclass(frozen=True)
 class RobotConfig:
-    """Everything robot-specific. Build it with :func:`load_robot_config`."""
+    """Everything robot-specific. Build it with :func:`load_robot_config`.
+
+    ``gain_limits`` (``kp``, ``kd`` in configuration order; N m/rad, N m s/rad): the most stiffness and
+    damping the driver accepts from a controller; ``None`` when the configuration declares none.
+    """
 
     name: str
     description: str
@@ -138,6 +142,7 @@ class RobotConfig:
     gain_profiles: dict[str, GainProfile]
     simulation: SimulationSpec = field(default_factory=SimulationSpec)
     wbc: WbcSpec = field(default_factory=WbcSpec)
+    gain_limits: GainProfile | None = None
 
     @property
     def joint_names(self) -> list[str]:
@@ -156,6 +161,18 @@ class RobotConfig:
     def initial_joint_positions(self) -> np.ndarray:
         """Joint angles the simulator spawns with (rad); joints absent from ``initial_pose`` are 0."""
         return np.array([self.initial_pose.get(n, 0.0) for n in self.joint_names], dtype=float)
+
+    def gain_limit_violations(self, kp: np.ndarray, kd: np.ndarray) -> list[str]:
+        """Joints whose gains (configuration order; N m/rad, N m s/rad) exceed :attr:`gain_limits`, one
+        message each (empty when within the limits or when the robot declares none)."""
+        if self.gain_limits is None:
+            return []
+        out = []
+        for label, values, limits in (("kp", kp, self.gain_limits.kp), ("kd", kd, self.gain_limits.kd)):
+            for i in np.flatnonzero(np.asarray(values, dtype=float) > limits):
+                name = self.joint_names[i]
+                out.append(f"{label} {float(values[i]):g} of {name} exceeds its limit {limits[i]:g}")
+        return out
 
     def gain_profile(self, name: str) -> GainProfile:
         """The gain profile called ``name``; :class:`ConfigError` listing the known ones otherwise."""
@@ -334,6 +351,14 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         profiles[str(pname)] = GainProfile(str(pname), kp, kd)
     if "stand" not in profiles:
         raise ConfigError(f"{where}: a 'stand' gain profile is required")
+    limits_table = data.get("gain_limits")
+    gain_limits = None
+    if limits_table is not None:
+        gain_limits = GainProfile(
+            "limits",
+            expand_patterns(_require(limits_table, "kp", f"{where}: gain_limits"), names, "gain_limits.kp"),
+            expand_patterns(_require(limits_table, "kd", f"{where}: gain_limits"), names, "gain_limits.kd"),
+        )
 
     feet = {}
     for side, f in _require(data, "feet", where).items():
@@ -365,7 +390,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         raise ConfigError(f"{where}: wbc is malformed ({exc!r})") from None
     if not wbc_spec.friction > 0.0 or wbc_spec.contact_points != "polygon":
         raise ConfigError(f"{where}: wbc.friction must be > 0 and wbc.contact_points 'polygon'")
-    return RobotConfig(
+    config = RobotConfig(
         name=str(_require(data, "name", where)),
         description=str(data.get("description", "")),
         config_path=path.resolve(),
@@ -393,7 +418,13 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
             noslip_iterations=_noslip(sim.get("noslip_iterations", 0), path),
         ),
         wbc=wbc_spec,
+        gain_limits=gain_limits,
     )
+    for profile in profiles.values():
+        beyond = config.gain_limit_violations(profile.kp, profile.kd)
+        if beyond:
+            raise ConfigError(f"{where}: gain profile '{profile.name}' beyond gain_limits: {beyond}")
+    return config
 
 
 def _noslip(value: Any, path: Path) -> int:
