@@ -1,0 +1,199 @@
+"""The mode manager's state machine (pure, no rclpy): which operator requests are allowed in which mode, what
+the node must do for each, and how the mode follows the driver and the controllers.
+
+Modes (:class:`Mode`):
+
+- ``boot``: the driver has not reached its hold yet (boot ramp to the default pose). Only ``estop`` and
+  ``damp`` are accepted.
+- ``hold``: the driver holds the default pose (``stand`` gains) and no operator mode was chosen yet, or after
+  a reset.
+- ``stand``: standing chosen by the operator. The stand controller is the driver's hold (the WBC is not
+  switchable by the mode manager yet, docs/modes.md).
+- ``walk``: model-based walking; refused until a walking controller exists.
+- ``run_policy``: the learned policy (``policy_runner``) commands the driver.
+- ``damp``: the driver is in damping (e-stop, ``damp`` request, or a fault), latched until ``reset``.
+
+Requests (:class:`Request`) give a :class:`Decision`: refused with the reason, or allowed with the ordered
+actions the node performs (``driver_estop``, ``driver_reset``, ``policy_start``, ``policy_stop``,
+``policy_reset``) and the target mode. The node calls :meth:`ModeMachine.commit` once the actions succeeded.
+Exactly one controller commands the driver at a time because every path into ``run_policy`` starts from the
+driver's hold (``hold``/``stand``) and every path out of it stops the policy first or damps the driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Mode(str, Enum):
+    """Operating mode of the robot, as the mode manager reports it."""
+
+    BOOT = "boot"
+    HOLD = "hold"
+    STAND = "stand"
+    WALK = "walk"
+    RUN_POLICY = "run_policy"
+    DAMP = "damp"
+
+
+class Request(str, Enum):
+    """Operator requests (the ``/mode_manager/*`` services and the joystick buttons)."""
+
+    STAND = "stand"
+    WALK = "walk"
+    RUN_POLICY = "run_policy"
+    DAMP = "damp"
+    ESTOP = "estop"
+    RESET = "reset"
+    AUTONOMY_ON = "set_autonomy"
+    AUTONOMY_OFF = "set_autonomy_off"
+
+
+#: initial modes the launch file may name (``controller:=X`` with ``mode_manager:=true``)
+INITIAL_MODES = {
+    "none": Mode.HOLD,
+    "hold": Mode.HOLD,
+    "stand": Mode.STAND,
+    "policy": Mode.RUN_POLICY,
+    "run_policy": Mode.RUN_POLICY,
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with a request.
+
+    Attributes:
+        allowed: False: refused, ``reason`` says why (answered as ``success: false``).
+        reason: the refusal, or what is being done.
+        actions: the node's steps, in order (see the module docstring).
+        target: the mode after the actions (None: unchanged).
+    """
+
+    allowed: bool
+    reason: str
+    actions: tuple[str, ...] = ()
+    target: Mode | None = None
+
+
+@dataclass
+class Available:
+    """Controllers the node can reach now: the policy runner's services; model-based walking."""
+
+    policy: bool = False
+    walking: bool = False
+
+
+@dataclass
+class Transition:
+    """A mode change: time (s), from, to, why."""
+
+    t: float
+    old: Mode
+    new: Mode
+    reason: str
+
+
+@dataclass
+class ModeMachine:
+    """Transition rules; :attr:`mode` is the current mode and :attr:`reason` why it was entered."""
+
+    mode: Mode = Mode.BOOT
+    reason: str = "waiting for the driver's hold"
+    driver_mode: str | None = None
+    policy_state: str | None = None
+    busy: bool = False  # the node is carrying out a request: the robot's reports do not change the mode
+    history: list[Transition] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ requests
+    def decide(self, request: Request, available: Available) -> Decision:
+        """The decision for ``request`` in the current mode (pure: nothing changes until :meth:`commit`)."""
+        name = "set_autonomy" if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF) else request.value
+        mode = self.mode
+        if request == Request.ESTOP:
+            return Decision(True, "e-stop: damping latched until reset", ("driver_estop",), Mode.DAMP)
+        if request == Request.DAMP:
+            if mode == Mode.DAMP:
+                return Decision(True, "damp: already damping")
+            return Decision(True, "damp: damping latched until reset", ("driver_estop",), Mode.DAMP)
+        if request == Request.AUTONOMY_OFF:
+            return Decision(True, "autonomy off: teleop commands the velocity")
+        if request == Request.RESET:
+            if mode != Mode.DAMP:
+                return Decision(
+                    False, f"reset: the robot is not damping (mode {mode.value}); nothing to reset"
+                )
+            actions = ("driver_reset", "policy_reset") if available.policy else ("driver_reset",)
+            return Decision(True, "reset: ramping to the default pose, then hold", actions, Mode.HOLD)
+        if request == Request.WALK and not available.walking:
+            return Decision(False, "walk: model-based walking is not available yet")
+        if request == Request.RUN_POLICY and not available.policy:
+            return Decision(
+                False, "run_policy: no policy runner is reachable (launch with mode_manager:=true)"
+            )
+        if mode == Mode.DAMP:
+            return Decision(False, f"{name}: the driver is in damping; call reset first")
+        if mode == Mode.BOOT:
+            return Decision(False, f"{name}: the driver is still booting (ramp to the default pose)")
+        if request == Request.AUTONOMY_ON:
+            return Decision(
+                True, "autonomy on: /autonomy/cmd_vel commands the velocity until a teleop takeover"
+            )
+        target = {Request.STAND: Mode.STAND, Request.WALK: Mode.WALK, Request.RUN_POLICY: Mode.RUN_POLICY}[
+            request
+        ]
+        if mode == target:
+            return Decision(True, f"{name}: already in {mode.value}")
+        stop = ("policy_stop",) if mode == Mode.RUN_POLICY else ()
+        start = ("policy_start",) if target == Mode.RUN_POLICY else ()
+        what = {
+            Mode.STAND: "standing (the driver's hold)",
+            Mode.WALK: "walking",
+            Mode.RUN_POLICY: "the learned policy commands the robot",
+        }[target]
+        return Decision(True, f"{name}: {what}", stop + start, target)
+
+    def commit(self, decision: Decision, t: float) -> Transition | None:
+        """Enter the decision's target mode (after its actions succeeded); the transition, or None."""
+        if decision.target is None or decision.target == self.mode:
+            return None
+        return self._enter(decision.target, decision.reason, t)
+
+    # ------------------------------------------------------------------ what the robot does
+    def on_driver_mode(self, driver_mode: str, t: float) -> Transition | None:
+        """The driver's latched ``~/mode`` changed (``ramp``, ``hold``, ``active``, ``damping``)."""
+        self.driver_mode = driver_mode
+        if self.busy:
+            return None  # the node calls sync() once its request is done
+        if driver_mode == "damping" and self.mode != Mode.DAMP:
+            return self._enter(Mode.DAMP, "the driver went to damping (fault, watchdog or its e-stop)", t)
+        if self.mode == Mode.BOOT and driver_mode in ("hold", "active"):
+            return self._enter(Mode.HOLD, "the driver holds the default pose", t)
+        if self.mode == Mode.DAMP and driver_mode == "ramp" and not self.busy:
+            # the driver was reset directly (its own ~/reset service), not through the mode manager
+            return self._enter(Mode.HOLD, "the driver was reset (robot_driver/reset)", t)
+        return None
+
+    def sync(self, t: float) -> Transition | None:
+        """After a request: apply the driver's mode as it is now (a fault during the request is not lost)."""
+        if self.driver_mode == "damping" and self.mode != Mode.DAMP:
+            return self._enter(Mode.DAMP, "the driver went to damping (fault, watchdog or its e-stop)", t)
+        return None
+
+    def on_policy_state(self, state: str, t: float) -> Transition | None:
+        """The policy runner's latched ``~/state`` changed; a runner that stopped by itself (``hold``: its
+        ``/cmd_vel`` went silent) leaves ``run_policy`` for ``stand``."""
+        previous, self.policy_state = self.policy_state, state
+        if self.busy:
+            return None
+        if self.mode == Mode.RUN_POLICY and state == "hold" and previous in ("run", "ramp", "wait_state"):
+            return self._enter(Mode.STAND, "the policy runner stopped by itself; the driver holds", t)
+        return None
+
+    def _enter(self, mode: Mode, reason: str, t: float) -> Transition:
+        tr = Transition(t, self.mode, mode, reason)
+        self.mode, self.reason = mode, reason
+        self.history.append(tr)
+        del self.history[:-200]
+        return tr

@@ -1,0 +1,250 @@
+"""Pure cores of the mode manager: transition rules, command mux, joystick mapping, operation record, keys."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from humanoid_control.modes.command_mux import CommandMux, MuxSettings, Source, VelocityLimits
+from humanoid_control.modes.joy_mapping import JoyCommand, JoyMapping
+from humanoid_control.modes.mode_machine import Available, Mode, ModeMachine, Request
+from humanoid_control.modes.record import OperationRecord
+from humanoid_control.modes.teleop_keys import TeleopKeys
+
+POLICY = Available(policy=True)
+
+
+def booted() -> ModeMachine:
+    m = ModeMachine()
+    m.on_driver_mode("ramp", 0.0)
+    assert m.mode == Mode.BOOT
+    tr = m.on_driver_mode("hold", 2.0)
+    assert tr is not None and m.mode == Mode.HOLD
+    return m
+
+
+def test_boot_refuses_all_but_estop_and_damp() -> None:
+    m = ModeMachine()
+    for req in (Request.STAND, Request.RUN_POLICY, Request.AUTONOMY_ON):
+        d = m.decide(req, POLICY)
+        assert not d.allowed and "still booting" in d.reason
+    assert m.decide(Request.ESTOP, POLICY).allowed
+    assert m.decide(Request.DAMP, POLICY).allowed
+    assert not m.decide(Request.RESET, POLICY).allowed
+
+
+def test_walk_is_refused_with_the_reason_until_walking_exists() -> None:
+    m = booted()
+    d = m.decide(Request.WALK, POLICY)
+    assert not d.allowed and d.reason == "walk: model-based walking is not available yet"
+    assert m.decide(Request.WALK, Available(policy=True, walking=True)).allowed
+
+
+def test_sequence_hold_stand_policy_estop_reset_stand() -> None:
+    m = booted()
+    d = m.decide(Request.STAND, POLICY)
+    assert d.allowed and d.actions == () and d.target == Mode.STAND
+    m.commit(d, 2.5)
+    d = m.decide(Request.RUN_POLICY, POLICY)
+    assert d.actions == ("policy_start",) and d.target == Mode.RUN_POLICY
+    m.commit(d, 3.0)
+    assert m.decide(Request.RUN_POLICY, POLICY).reason.endswith("already in run_policy")
+    d = m.decide(Request.ESTOP, POLICY)
+    assert d.actions == ("driver_estop",)
+    m.commit(d, 4.0)
+    assert m.mode == Mode.DAMP
+    for req in (Request.STAND, Request.RUN_POLICY, Request.AUTONOMY_ON):
+        d = m.decide(req, POLICY)
+        assert not d.allowed and "the driver is in damping; call reset first" in d.reason
+    d = m.decide(Request.RESET, POLICY)
+    assert d.actions == ("driver_reset", "policy_reset") and d.target == Mode.HOLD
+    m.commit(d, 4.5)
+    assert not m.decide(Request.RESET, POLICY).allowed
+    m.commit(m.decide(Request.STAND, POLICY), 7.0)
+    assert [t.new.value for t in m.history] == ["hold", "stand", "run_policy", "damp", "hold", "stand"]
+
+
+def test_leaving_the_policy_stops_it_first() -> None:
+    m = booted()
+    m.commit(m.decide(Request.RUN_POLICY, POLICY), 3.0)
+    assert m.decide(Request.STAND, POLICY).actions == ("policy_stop",)
+    assert not m.decide(Request.RUN_POLICY, Available()).allowed  # no runner reachable
+
+
+def test_driver_fault_and_direct_reset_are_followed() -> None:
+    m = booted()
+    tr = m.on_driver_mode("damping", 5.0)
+    assert tr is not None and m.mode == Mode.DAMP and "damping" in tr.reason
+    tr = m.on_driver_mode("ramp", 6.0)
+    assert tr is not None and m.mode == Mode.HOLD
+
+
+def test_busy_defers_reports_and_sync_applies_them() -> None:
+    m = booted()
+    m.busy = True
+    assert m.on_driver_mode("damping", 5.0) is None and m.mode == Mode.HOLD
+    m.busy = False
+    assert m.sync(5.1) is not None and m.mode == Mode.DAMP
+
+
+def test_policy_runner_stopping_by_itself_means_stand() -> None:
+    m = booted()
+    m.on_policy_state("hold", 2.0)
+    m.commit(m.decide(Request.RUN_POLICY, POLICY), 3.0)
+    m.on_policy_state("wait_state", 3.0)
+    m.on_policy_state("run", 3.1)
+    tr = m.on_policy_state("hold", 8.0)
+    assert tr is not None and m.mode == Mode.STAND
+
+
+# ---------------------------------------------------------------------- mux
+def test_timeout_gives_a_published_zero() -> None:
+    mux = CommandMux(MuxSettings(teleop_timeout_s=0.5))
+    mux.teleop_twist(0.0, 0.0, 0.0, 0.0)
+    mux.update(0.0)
+    mux.teleop_twist(0.0, 0.3, 0.0, 0.0)
+    out = [mux.update(0.02 * k) for k in range(1, 20)]
+    assert out[-1].vx == pytest.approx(0.3) and out[-1].source == Source.TELEOP
+    late = mux.update(0.6)
+    assert late.velocity == (0.0, 0.0, 0.0) and late.source == Source.NONE
+
+
+def test_acceleration_limit_and_immediate_stop() -> None:
+    mux = CommandMux(MuxSettings(limits=VelocityLimits(ax_max=1.0)))
+    mux.update(0.0)
+    mux.teleop_twist(0.0, 0.8, 0.0, 0.0)
+    assert mux.update(0.1).vx == pytest.approx(0.1)
+    assert mux.update(0.2).vx == pytest.approx(0.2)
+    mux.teleop_twist(0.2, 0.0, 0.0, 0.0)
+    assert mux.update(0.22).vx == 0.0
+
+
+def test_nan_refused_and_out_of_limit_clipped_and_counted() -> None:
+    mux = CommandMux(MuxSettings(limits=VelocityLimits(vx_max=0.5, ax_max=100.0)))
+    assert mux.teleop_twist(0.0, math.nan, 0.0, 0.0) == (False, False)
+    assert mux.teleop_twist(0.0, 0.0, math.inf, 0.0) == (False, False)
+    assert mux.counters.refused["teleop"] == 2
+    mux.update(0.0)
+    mux.teleop_twist(0.0, 5.0, 0.0, 0.0)
+    assert mux.counters.clipped["teleop"] == 1
+    assert mux.update(0.1).vx == pytest.approx(0.5)
+    assert not mux.autonomy_twist(0.1, 0.0, math.nan, 0.0)
+    assert mux.counters.refused["autonomy"] == 1
+
+
+def test_autonomy_drives_and_teleop_takes_over() -> None:
+    mux = CommandMux(MuxSettings(limits=VelocityLimits(ax_max=100.0, awz_max=100.0)))
+    mux.update(0.0)
+    mux.set_autonomy(True)
+    mux.autonomy_twist(0.0, 0.0, 0.0, 0.5)
+    mux.teleop_twist(0.0, 0.0, 0.0, 0.0)  # an idle teleop publishing zeros does not take over
+    out = mux.update(0.1)
+    assert out.source == Source.AUTONOMY and out.wz == pytest.approx(0.5) and mux.autonomy
+    accepted, takeover = mux.teleop_twist(0.1, 0.3, 0.0, 0.0)
+    assert accepted and takeover and not mux.autonomy and mux.counters.takeovers == 1
+    out = mux.update(0.2)
+    assert out.source == Source.TELEOP and out.vx == pytest.approx(0.3) and out.wz == 0.0
+    mux.autonomy_twist(0.2, 0.0, 0.0, 0.5)  # autonomy stays off until set again
+    assert mux.update(0.3).source == Source.TELEOP
+    mux.set_autonomy(True)
+    assert mux.update(0.35).source == Source.AUTONOMY
+
+
+def test_stale_autonomy_is_zero_not_teleop() -> None:
+    mux = CommandMux()
+    mux.set_autonomy(True)
+    mux.autonomy_twist(0.0, 0.2, 0.0, 0.0)
+    out = mux.update(1.0)
+    assert out.velocity == (0.0, 0.0, 0.0) and out.source == Source.NONE
+
+
+def test_joy_deadman_drives_and_release_gives_zero() -> None:
+    mapping = JoyMapping()
+    mux = CommandMux(MuxSettings(limits=VelocityLimits(ax_max=100.0)))
+    mux.update(0.0)
+    axes = [0.0, 0.5, 0.0, 0.0]
+    held = [0, 0, 0, 0, 1]
+    cmd = mapping.map(axes, held)
+    assert isinstance(cmd, JoyCommand) and cmd.deadman and cmd.velocity[0] == pytest.approx(0.4)
+    mux.joy(0.0, cmd)
+    assert mux.update(0.1).vx == pytest.approx(0.4)
+    mux.joy(0.1, mapping.map(axes, [0, 0, 0, 0, 0]))
+    out = mux.update(0.12)
+    assert out.velocity == (0.0, 0.0, 0.0) and out.source == Source.NONE
+
+
+def test_joy_deadman_takes_over_from_autonomy() -> None:
+    mux = CommandMux()
+    mux.set_autonomy(True)
+    assert mux.joy(0.0, JoyMapping().map([0.0] * 4, [0, 0, 0, 0, 1]))
+    assert not mux.autonomy
+
+
+def test_joy_with_too_few_axes_is_refused_with_a_clear_message() -> None:
+    mapping = JoyMapping()
+    result = mapping.map([0.0, 0.0], [0] * 8)
+    assert isinstance(result, str)
+    assert "2 axes" in result and "needs 4" in result
+    mux = CommandMux()
+    mux.joy(0.0, result)
+    assert mux.counters.refused["joy"] == 1 and "2 axes" in mux.counters.last_refusal
+    assert isinstance(mapping.map([0.0] * 4, [0, 0]), str)
+    assert "non-finite" in str(mapping.map([math.nan, 0.0, 0.0, 0.0], [0] * 5))
+
+
+def test_joy_buttons_on_rising_edge_and_estop_without_deadman() -> None:
+    mapping = JoyMapping()
+    cmd = mapping.map([0.0] * 4, [0, 1, 0, 1, 0])  # B (estop) and Y (run_policy) without the deadman
+    assert isinstance(cmd, JoyCommand) and cmd.pressed == ("estop",)
+    cmd = mapping.map([0.0] * 4, [0, 0, 0, 1, 1], previous=[0, 0, 0, 0, 1])
+    assert isinstance(cmd, JoyCommand) and cmd.pressed == ("run_policy",)
+    cmd = mapping.map([0.0] * 4, [0, 0, 0, 1, 1], previous=[0, 0, 0, 1, 1])
+    assert isinstance(cmd, JoyCommand) and cmd.pressed == ()
+    with pytest.raises(ValueError):
+        JoyMapping(buttons={"fly": 2}).check()
+
+
+# ---------------------------------------------------------------------- record
+def test_record_shares_and_counts() -> None:
+    rec = OperationRecord()
+    rec.account(0.0, "idle")
+    rec.account(2.0, "teleop")
+    rec.event(2.0, "source", source="teleop")
+    rec.account(5.0, "autonomy")
+    rec.event(5.0, "autonomy", on=True)
+    rec.account(6.5, "teleop")
+    rec.event(6.5, "takeover")
+    rec.event(7.0, "estop")
+    rec.event(7.1, "refusal", request="stand", reason="stand: the driver is in damping; call reset first")
+    rec.account(8.0, "idle")
+    s = rec.summary()
+    assert s["shares_s"] == {"teleop": 4.5, "autonomy": 1.5, "idle": 2.0}
+    assert s["duration_s"] == 8.0 and s["shares"]["teleop"] == pytest.approx(0.5625)
+    assert s["counts"]["takeovers"] == 1 and s["counts"]["estops"] == 1 and s["counts"]["refusals"] == 1
+    assert json.loads(rec.to_json())["events"][0]["kind"] == "source"
+    with pytest.raises(ValueError):
+        rec.event(9.0, "party")
+
+
+# ---------------------------------------------------------------------- keys
+def test_keys_steps_limits_stop_and_requests() -> None:
+    keys = TeleopKeys()
+    for _ in range(3):
+        keys.press("w")
+    keys.press("KEY_UP")
+    keys.press("a")
+    assert keys.velocity == pytest.approx((0.4, 0.0, 0.2))
+    for _ in range(20):
+        keys.press("z")
+    assert keys.vy == pytest.approx(0.4)
+    keys.press(" ")
+    assert keys.velocity == (0.0, 0.0, 0.0)
+    keys.press("w")
+    r = keys.press("e")
+    assert r.request == ("estop", None) and keys.velocity == (0.0, 0.0, 0.0)
+    assert keys.press("3").request == ("run_policy", None)
+    assert keys.press("o").request == ("set_autonomy", True)
+    assert keys.press("q").quit
+    assert not keys.press("#").known
