@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -215,3 +216,52 @@ def test_activation_handshake_needs_a_steady_stream() -> None:
         ticks += 1
         assert ticks < 100
     assert core.mode == DriverMode.ACTIVE and 19 <= ticks <= 22
+
+
+def _switch_run(bound: float) -> tuple[DriverCore, list[np.ndarray]]:
+    """hold -> active with a command far from the hold (a controller taking over with another pose), then
+    active -> ramp (hand-back); the applied torques of every tick."""
+    core = _core(switch_max_step=bound)
+    q, dq = CONFIG.array("default") + 0.05, np.zeros(N)
+    while core.mode == DriverMode.RAMP:
+        core.update(q, dq)
+    taus = []
+    for _ in range(5):
+        taus.append(core.update(q, dq).torque(q, dq, core.effort))
+    target = CONFIG.array("default") - 0.3
+    for k in range(40):
+        core.submit(JointCommand(np.clip(target, core.lower, core.upper), np.zeros(N), np.zeros(N), k))
+        taus.append(core.update(q, dq).torque(q, dq, core.effort))
+    core.hold(q)
+    for _ in range(40):
+        taus.append(core.update(q, dq).torque(q, dq, core.effort))
+    return core, taus
+
+
+def test_switches_are_recorded_and_blended_within_the_bound() -> None:
+    raw_core, raw = _switch_run(0.0)
+    core, taus = _switch_run(0.2)
+    assert [(s.old, s.new) for s in core.switches] == [("hold", "active"), ("active", "ramp")]
+    effort = core.effort
+    raw_steps = [float(np.max(np.abs(b - a) / effort)) for a, b in itertools.pairwise(raw)]
+    steps = [float(np.max(np.abs(b - a) / effort)) for a, b in itertools.pairwise(taus)]
+    assert max(raw_steps) > 0.2  # without the blend the switch jolts
+    assert max(steps) <= 0.2 + 1e-9  # with it, no tick changes any joint's torque by more than 20 %
+    for rec, raw_rec in zip(core.switches, raw_core.switches, strict=True):
+        assert rec.done and rec.blend_ticks >= 1 and raw_rec.blend_ticks == 0
+        assert rec.unblended_step == pytest.approx(raw_rec.unblended_step)
+        assert 0.2 < raw_rec.step_at_switch <= raw_rec.unblended_step + 1e-9  # (applied torques are clamped)
+        assert rec.step_at_switch <= 1e-9 and rec.max_step <= 0.2 + 1e-9
+    assert max(steps) == pytest.approx(max(r.max_step for r in core.switches))
+
+
+def test_damping_is_never_blended() -> None:
+    core = _core(switch_max_step=0.01)
+    q, dq = CONFIG.array("default") + 0.1, np.zeros(N)
+    while core.mode == DriverMode.RAMP:
+        core.update(q, dq)
+    core.update(q, dq)
+    core.estop()
+    cmd = core.update(q, dq)
+    assert np.all(cmd.kp == 0) and np.all(cmd.tau_ff == 0)
+    assert core.switches == []

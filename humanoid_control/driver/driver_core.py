@@ -69,6 +69,11 @@ class DriverSettings:
         activation_ticks: in ``hold``, a controller takes over only after its valid commands have streamed
             for this many ticks without a gap of more than 5 ticks (a handshake: the stream must be steady
             before it gets the robot); 1 = at once.
+        switch_max_step: bumpless switching (fraction of each joint's effort limit; 0 = off): when the law
+            changes (hold -> active, active -> ramp, damping -> ramp), the torque the old law would apply at
+            the measured state is kept as a feed-forward offset that decays to zero in as many ticks as it
+            takes to change no joint's torque by more than this fraction per tick (at most 1 s). Entering
+            damping is never blended (a safety stop acts at once).
     """
 
     rate_hz: float = 500.0
@@ -77,6 +82,38 @@ class DriverSettings:
     ramp_duration: float = 2.0
     command_profile: str = "stand"
     fall_tilt: float = math.radians(60.0)
+    switch_max_step: float = 0.0
+
+
+@dataclass
+class SwitchRecord:
+    """A change of the law that commands the joints (``hold`` -> ``active``: a controller takes over;
+    ``active`` -> ``ramp``: it hands back; ``damping`` -> ``ramp``: reset), with its torque steps.
+
+    Steps are fractions of each joint's effort limit, the largest over the joints: ``unblended_step`` is the
+    step the switch would have made (old law minus new law at the measured state of the switch tick);
+    ``step_at_switch`` the applied torque's change from the tick before the switch to the switch tick;
+    ``max_step`` the largest change from one tick to the next from the tick before the switch to the end of
+    the blend (this includes the new controller's own changes).
+
+    Attributes:
+        tick: the switch tick. old, new: the laws (driver modes). blend_ticks: ticks of the blend (0: none).
+        unblended_joint, step_joint, max_step_joint: the joints of those steps. done: the blend has ended.
+    """
+
+    tick: int
+    old: str
+    new: str
+    unblended_step: float
+    unblended_joint: str
+    blend_ticks: int
+    step_at_switch: float = 0.0
+    step_joint: str = ""
+    max_step: float = 0.0
+    max_step_joint: str = ""
+    done: bool = False
+    t: float = math.nan  # stamp of the switch tick (s), set by the node
+    published: bool = False  # (the node's bookkeeping)
 
 
 @dataclass
@@ -194,6 +231,14 @@ class DriverCore:
         self._damping_kd = self.stand.kd
         self._streak = 0
         self._streak_tick = -(10**9)
+        self.switches: list[SwitchRecord] = []
+        self._prev_law: DriverMode | None = None
+        self._prev_cmd: LowLevelCommand | None = None
+        self._prev_tau: np.ndarray | None = None
+        self._blend_offset: np.ndarray | None = None
+        self._blend_ticks = 0
+        self._blend_k = 0
+        self._open_switch: SwitchRecord | None = None
 
     # ----------------------------------------------------------------- inputs
     def set_command_profile(self, name: str) -> None:
@@ -322,8 +367,66 @@ class DriverCore:
                 f"watchdog: no command for {self.tick - self.last_command_tick} ticks "
                 f"(limit {self.settings.watchdog_ticks})",
             )
-        cmd = self._command(np.nan_to_num(q), np.nan_to_num(dq))
+        q, dq = np.nan_to_num(q), np.nan_to_num(dq)
+        law = self.mode if (self.mode != DriverMode.ACTIVE or self.last_command is not None) else None
+        cmd = self._switch(law or DriverMode.DAMPING, self._command(q, dq), q, dq)
         self.tick += 1
+        return cmd
+
+    # ----------------------------------------------------------------- switching
+    @staticmethod
+    def _raw_torque(cmd: LowLevelCommand, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """``kp (q* - q) + kd (dq* - dq) + tau_ff`` before the effort clamp (N m)."""
+        return cmd.kp * (cmd.q - q) + cmd.kd * (cmd.dq - dq) + cmd.tau_ff
+
+    def _switch(
+        self, law: DriverMode, cmd: LowLevelCommand, q: np.ndarray, dq: np.ndarray
+    ) -> LowLevelCommand:
+        """Detect a change of law, blend it (``switch_max_step``) and measure its torque steps."""
+        prev_law, prev_cmd = self._prev_law, self._prev_cmd
+        names = self.config.joint_names
+        if (
+            prev_law is not None
+            and prev_cmd is not None
+            and law != prev_law
+            and law != DriverMode.DAMPING
+            and not (prev_law == DriverMode.RAMP and law == DriverMode.HOLD)  # a ramp ends where hold starts
+        ):
+            offset = self._raw_torque(prev_cmd, q, dq) - self._raw_torque(cmd, q, dq)
+            ratio = np.abs(offset) / self.effort  # unclamped: the blend moves the unclamped torque
+            j = int(np.argmax(ratio))
+            bound = self.settings.switch_max_step
+            longest = max(1, round(self.settings.rate_hz))  # at most 1 s
+            n = min(longest, max(1, math.ceil(float(ratio[j]) / bound - 1e-9))) if bound > 0 else 0
+            self._blend_offset, self._blend_ticks, self._blend_k = (offset, n, 0) if n else (None, 0, 0)
+            if self._open_switch is not None:
+                self._open_switch.done = True
+            self._open_switch = SwitchRecord(
+                self.tick, prev_law.value, law.value, float(ratio[j]), names[j], n
+            )
+            self.switches.append(self._open_switch)
+            del self.switches[:-50]
+        if law == DriverMode.DAMPING:
+            self._blend_offset = None
+        if self._blend_offset is not None:
+            weight = 1.0 - self._blend_k / self._blend_ticks
+            cmd = LowLevelCommand(cmd.q, cmd.dq, cmd.kp, cmd.kd, cmd.tau_ff + weight * self._blend_offset)
+            self._blend_k += 1
+            if self._blend_k >= self._blend_ticks:
+                self._blend_offset = None
+        tau = cmd.torque(q, dq, self.effort)
+        rec = self._open_switch
+        if rec is not None and self._prev_tau is not None:
+            step = np.abs(tau - self._prev_tau) / self.effort
+            j = int(np.argmax(step))
+            if rec.tick == self.tick:
+                rec.step_at_switch, rec.step_joint = float(step[j]), names[j]
+            if step[j] >= rec.max_step:
+                rec.max_step, rec.max_step_joint = float(step[j]), names[j]
+            if self.tick >= rec.tick + max(rec.blend_ticks, 1) or law == DriverMode.DAMPING:
+                rec.done = True
+                self._open_switch = None
+        self._prev_law, self._prev_cmd, self._prev_tau = law, cmd, tau
         return cmd
 
     def _command(self, q: np.ndarray, dq: np.ndarray) -> LowLevelCommand:

@@ -7,6 +7,10 @@ Topics (see docs/architecture.md for the whole contract):
   for simulators also ``/clock``, ``/sim/ground_truth`` (nav_msgs/Odometry, world -> base, twist in the base
   frame) and ``/sim/contacts/{left,right}`` (geometry_msgs/WrenchStamped in the sole frames).
 - subscribes ``/joint_commands`` (sensor_msgs/JointState: position = q*, velocity = dq*, effort = tau_ff).
+- publishes ``~/switch`` (std_msgs/String, latched, JSON) once per controller switch (a change of the law:
+  ``hold`` -> ``active``, ``active`` -> ``ramp``, ``damping`` -> ``ramp``): its largest joint torque steps as
+  fractions of the effort limits (see ``driver_core.SwitchRecord``); with ``switch_max_step`` > 0 the switch
+  is blended so that no joint's torque changes by more than that per tick.
 - services ``~/estop``, ``~/reset`` and ``~/hold`` (std_srvs/Trigger; ``hold`` hands control back from a
   controller: ramp from the current pose to the default pose, then hold).
 - simulators only (evaluation tools, never on hardware): ``~/push`` (std_srvs/Trigger) applies the push set
@@ -121,6 +125,15 @@ class RobotDriverNode(QuietNode):
             10000,
         )
         ramp = declare(self, "ramp_duration_s", 2.0, "boot/reset ramp to the default pose (s)", 0.1, 20.0)
+        switch_max_step = declare(
+            self,
+            "switch_max_step",
+            0.0,
+            "bumpless controller switches: largest torque change per tick while a switch is blended, as a "
+            "fraction of each joint's effort limit (0 = off; the mode manager sets it)",
+            0.0,
+            1.0,
+        )
         profile = declare(self, "gain_profile", "stand", "gain profile applied to /joint_commands")
         fall = declare(
             self, "fall_tilt_deg", 60.0, "base tilt that triggers damping (deg); 0 disables", 0.0, 180.0
@@ -196,6 +209,7 @@ class RobotDriverNode(QuietNode):
             command_profile=profile,
             activation_ticks=activation,
             fall_tilt=math.radians(fall),
+            switch_max_step=switch_max_step,
         )
         self.core = DriverCore(self.config, self.settings)  # raises ConfigError for an unknown profile
         patch = FrictionPatch.parse(
@@ -325,6 +339,14 @@ class RobotDriverNode(QuietNode):
                 depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
+        # every controller switch with its torque steps (JSON), once its blend is over
+        self.pub_switch = self.create_publisher(
+            String,
+            "~/switch",
+            QoSProfile(
+                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
         if self.clock_mode == "lockstep":
             self.create_subscription(Header, ACK_TOPIC, self._on_ack, ack_qos(latched=False))
         self._publish_lockstep()
@@ -395,6 +417,8 @@ class RobotDriverNode(QuietNode):
                     self.settings.watchdog_ticks = int(p.value)
                 elif p.name == "lockstep_timeout_s":
                     self.lockstep_timeout = float(p.value)
+                elif p.name == "switch_max_step":
+                    self.settings.switch_max_step = float(p.value)
                 elif p.name == "fall_tilt_deg":
                     self.settings.fall_tilt = math.radians(float(p.value))
                 elif p.name == "push_force":
@@ -633,6 +657,7 @@ class RobotDriverNode(QuietNode):
                     self.lockstep_timeouts += 1
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
                 mode, reason = self.core.mode, self.core.mode_reason
+                switches = self._finished_switches(state.stamp)
                 push, self._pending_push = self._pending_push, None
                 if push is not None:
                     self.backend.push(push)  # type: ignore[attr-defined]
@@ -643,6 +668,8 @@ class RobotDriverNode(QuietNode):
                 )
                 self._publish_lockstep()
             self.backend.write(command)
+            for rec in switches:
+                self._publish_switch(rec)
             if push is not None:
                 self._publish_push(push.force, state.stamp)
                 self._push_end_tick = self.core.tick + round(push.duration / self.period) - 1
@@ -671,6 +698,39 @@ class RobotDriverNode(QuietNode):
                     self.stats.overruns += 1
                     if done > next_deadline + self.period:  # far behind: skip missed ticks, don't burst
                         next_deadline = done
+
+    def _finished_switches(self, stamp: float) -> list[Any]:
+        """Loop thread, lock held: stamp a switch made this tick; the switches whose blend ended."""
+        recs = self.core.switches
+        if recs and recs[-1].tick == self.core.tick - 1 and math.isnan(recs[-1].t):
+            recs[-1].t = stamp
+        done = [r for r in recs if r.done and not r.published]
+        for r in done:
+            r.published = True
+        return done
+
+    def _publish_switch(self, rec: Any) -> None:
+        """``~/switch``: one controller switch and its torque steps (fractions of the effort limits)."""
+        data = {
+            "t": round(rec.t, 6),
+            "from": rec.old,
+            "to": rec.new,
+            "unblended_step": round(rec.unblended_step, 4),
+            "unblended_joint": rec.unblended_joint,
+            "step_at_switch": round(rec.step_at_switch, 4),
+            "step_joint": rec.step_joint,
+            "max_step": round(rec.max_step, 4),
+            "max_step_joint": rec.max_step_joint,
+            "blend_ticks": rec.blend_ticks,
+            "bound": self.settings.switch_max_step,
+        }
+        self.pub_switch.publish(String(data=json.dumps(data)))
+        self.get_logger().info(
+            f"switch {rec.old} -> {rec.new} at t = {rec.t:.3f} s: torque step {rec.step_at_switch:.3f} "
+            f"of the effort limit at the switch ({rec.step_joint}), {rec.max_step:.3f} at most over "
+            f"{max(rec.blend_ticks, 1)} ticks ({rec.max_step_joint}); unblended {rec.unblended_step:.3f} "
+            f"({rec.unblended_joint}); bound {self.settings.switch_max_step:g}"
+        )
 
     def _controller_streaming(self) -> bool:
         """A command was seen within the last ``watchdog_ticks`` ticks (call with the lock held)."""
