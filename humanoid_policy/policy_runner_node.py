@@ -88,7 +88,19 @@ class PolicyRunnerNode(QuietNode):
                 0.0,
                 60.0,
             ),
+            command_timeout_action=declare(
+                self,
+                "command_timeout_action",
+                "zero",
+                "zero: a /cmd_vel older than command_timeout_s counts as zero; hold: once one came, such a "
+                "silence stops the policy and the driver holds the default pose (under the mode manager)",
+                read_only=True,
+            ),
         )
+        if settings.command_timeout_action not in ("zero", "hold"):
+            raise ValueError(
+                f"parameter command_timeout_action: '{settings.command_timeout_action}' is not zero or hold"
+            )
         self.driver = declare(
             self, "driver", "/robot_driver", "robot driver node name", read_only=True
         ).rstrip("/")
@@ -327,6 +339,11 @@ class PolicyRunnerNode(QuietNode):
             )
             cmd.header.stamp = msg.header.stamp
             self.pub_cmd.publish(cmd)
+        if self.runner.hold_requested:
+            self.runner.hold_requested = False
+            self.get_logger().warning(f"{self.runner.reason}; asking {self.driver}/hold")
+            if self.hold_client.service_is_ready():
+                self.hold_client.call_async(Trigger.Request())
         if self.runner.state == RunnerState.FAULT and not self._estop_sent:
             self._estop_sent = True
             self.get_logger().error(

@@ -49,12 +49,17 @@ class RunnerSettings:
         max_imu_age_s: an IMU sample older than this (relative to the joint state) is stale -> ``fault``.
         command_timeout_s: a velocity command older than this (robot time) is replaced by zero - the robot
             stops walking when its operator goes silent (s; 0 disables).
+        command_timeout_action: ``zero`` (walk on with a zero velocity command) or ``hold``: once a command
+            has been received since the last start, a silence longer than ``command_timeout_s`` stops the
+            policy and the driver holds the default pose (``hold_requested``). Under the mode manager, which
+            publishes ``/cmd_vel`` all the time, silence means the mode manager is gone.
     """
 
     ramp_s: float = 1.0
     autostart: bool = True
     max_imu_age_s: float = 0.05
     command_timeout_s: float = 1.0
+    command_timeout_action: str = "zero"
 
 
 @dataclass
@@ -94,6 +99,7 @@ class PolicyRunner:
         self._ramp_t0 = 0.0
         self._next_step_t = 0.0
         self._start_requested = False
+        self.hold_requested = False  # set when the runner stopped by itself; the node asks the driver to hold
 
     # ------------------------------------------------------------------ inputs
     def set_command(self, command: np.ndarray, t: float) -> None:
@@ -112,6 +118,8 @@ class PolicyRunner:
 
     def start(self) -> tuple[bool, str]:
         """Run the policy (from ``hold``, or right after the ramp). Fresh policy state."""
+        if self.state in (RunnerState.HOLD, RunnerState.WAIT_STATE, RunnerState.RAMP):
+            self.command_t = -np.inf  # a command silence counts from the first command after this start
         if self.state == RunnerState.HOLD:
             self._set(RunnerState.WAIT_STATE, "start requested", None)
             self._start_requested = True
@@ -202,6 +210,15 @@ class PolicyRunner:
         )
         command = self.command
         if s.command_timeout_s > 0 and t - self.command_t > s.command_timeout_s:
+            if s.command_timeout_action == "hold" and np.isfinite(self.command_t):
+                self._set(
+                    RunnerState.HOLD,
+                    f"no /cmd_vel for {t - self.command_t:.2f} s: policy stopped, the driver holds",
+                    t,
+                )
+                self.target = None
+                self.hold_requested = True
+                return RunnerOutput(None)
             command = np.zeros(3)
         step = self.core.step(q, dq, self.imu.gyro, self.imu.quat_wxyz, command)
         self.steps += 1

@@ -167,3 +167,25 @@ def test_stale_velocity_command_counts_as_zero() -> None:
             seen.append((t, out.policy_step.command[0]))
     assert all(c == 0.5 for t, c in seen if t <= 1.0)
     assert all(c == 0.0 for t, c in seen if t > 1.0 + 1e-9)
+
+
+def test_command_silence_under_the_mode_manager_hands_back_to_the_driver() -> None:
+    """command_timeout_action=hold: a /cmd_vel stream that stops (the mode manager died) stops the policy."""
+    runner = make_runner(command_timeout_s=0.5, command_timeout_action="hold", autostart=False)
+    q = ROBOT.array("default")
+    runner.set_imu(ImuSample(0.0, UPRIGHT, np.zeros(3)))
+    runner.update(0.0, q, np.zeros(N), "hold")
+    assert runner.state == RunnerState.HOLD
+    runner.start()
+    for k in range(0, 500, 10):  # no command yet: no silence to count, the policy runs on with zero
+        t = 0.002 * k
+        runner.set_imu(ImuSample(t, UPRIGHT, np.zeros(3)))
+        runner.update(t, q, np.zeros(N), "hold" if k == 0 else "active")
+    assert runner.state == RunnerState.RUN and not runner.hold_requested
+    runner.set_command(np.array([0.3, 0.0, 0.0]), 1.0)
+    for k in range(500, 1000, 10):
+        t = 0.002 * k
+        runner.set_imu(ImuSample(t, UPRIGHT, np.zeros(3)))
+        runner.update(t, q, np.zeros(N), "active")
+    assert runner.state == RunnerState.HOLD and runner.hold_requested
+    assert "no /cmd_vel for 0.5" in runner.reason
