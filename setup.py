@@ -49,6 +49,7 @@ setup(
             "policy_runner = humanoid_policy.policy_runner_node:main",
             "state_estimator = humanoid_control.estimation.state_estimator_node:main",
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
+            "mode_manager = humanoid_control.modes.mode_manager_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launcher.cli:main",
             "humanoid-bench = humanoid_bringup.evaluation.bench:main",
@@ -57,6 +58,7 @@ setup(
             "humanoid-eval = humanoid_bringup.evaluation.evaluate:main",
             "humanoid-graph = humanoid_bringup.node_graph:main",
             "humanoid-policy = humanoid_policy.check:main",
+            "humanoid-teleop = humanoid_bringup.teleop:main",
         ],
     },
 )

@@ -1,0 +1,504 @@
+"""Mode manager node (``mode_manager``): the one authority over the active controller and the velocity
+command.
+
+Services (std_srvs; a refused request answers ``success: false`` with the reason):
+
+- ``~/stand``, ``~/walk``, ``~/run_policy``, ``~/damp``, ``~/estop``, ``~/reset`` (Trigger),
+  ``~/set_autonomy`` (SetBool), ``~/report`` (Trigger: the operation record as JSON in ``message``, also
+  written to ``record_path`` when set). Rules: :mod:`humanoid_control.modes.mode_machine`.
+
+Topics:
+
+- subscribes ``/teleop/cmd_vel`` and ``/autonomy/cmd_vel`` (geometry_msgs/Twist: linear.x, linear.y in m/s,
+  angular.z in rad/s, heading frame), ``/joy`` (sensor_msgs/Joy, mapping in
+  :mod:`humanoid_control.modes.joy_mapping`), ``{driver}/mode`` and ``{driver}/switch`` (latched),
+  ``{policy_runner}/state`` (latched);
+- publishes ``/cmd_vel`` (geometry_msgs/Twist) at ``rate_hz`` of the node clock (simulated time in
+  simulation), always: zero when no source is fresh (:mod:`humanoid_control.modes.command_mux`), and
+  ``~/state`` (std_msgs/String, latched, JSON: ``mode``, ``reason``, ``source``, ``autonomy``,
+  ``driver_mode``, ``policy_state``, ``t``, ``counts``, ``last_event``) on every change.
+
+Controllers: the driver's hold (``stand``) and the policy runner (``run_policy``), reached through their
+services; the mode manager sets the driver's ``switch_max_step`` to its ``max_torque_step`` so every switch is
+bumpless, and records each switch's torque steps from ``{driver}/switch``. If this node dies, ``/cmd_vel``
+stops: a policy runner launched with ``command_timeout_action:=hold`` then stops and the driver holds the
+default pose (docs/modes.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from geometry_msgs.msg import Twist
+from rcl_interfaces.msg import SetParametersResult
+from rcl_interfaces.srv import SetParameters
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Joy
+from std_msgs.msg import String
+from std_srvs.srv import SetBool, Trigger
+
+from humanoid_control.modes.command_mux import CommandMux, MuxSettings, Source, VelocityLimits
+from humanoid_control.modes.joy_mapping import JoyMapping
+from humanoid_control.modes.mode_machine import (
+    INITIAL_MODES,
+    Available,
+    Mode,
+    ModeMachine,
+    Request,
+    Transition,
+)
+from humanoid_control.modes.record import OperationRecord
+from humanoid_control.ros.node_utils import QuietNode, declare, run_node
+
+SHARE_OF = {Source.TELEOP: "teleop", Source.AUTONOMY: "autonomy", Source.NONE: "idle"}
+#: parameter name (= attribute of VelocityLimits) -> (default, low, high, description)
+LIMIT_PARAMS: dict[str, tuple[float, float, float, str]] = {
+    "vx_max": (0.8, 0.0, 3.0, "largest forward velocity (m/s)"),
+    "vx_min": (-0.5, -3.0, 0.0, "largest backward velocity, negative (m/s)"),
+    "vy_max": (0.4, 0.0, 2.0, "largest sideways velocity (m/s)"),
+    "wz_max": (1.0, 0.0, 4.0, "largest turn rate (rad/s)"),
+    "ax_max": (1.5, 0.01, 20.0, "largest forward acceleration (m/s^2); stopping is immediate"),
+    "ay_max": (1.5, 0.01, 20.0, "largest sideways acceleration (m/s^2)"),
+    "awz_max": (3.0, 0.01, 40.0, "largest turn acceleration (rad/s^2)"),
+}
+MUX_PARAMS: dict[str, tuple[float, float, float, str]] = {
+    "teleop_timeout_s": (0.5, 0.02, 10.0, "a /teleop/cmd_vel older than this is stale (s): zero"),
+    "autonomy_timeout_s": (0.5, 0.02, 10.0, "a /autonomy/cmd_vel older than this is stale (s): zero"),
+    "joy_timeout_s": (0.5, 0.02, 10.0, "a /joy message older than this is stale (s): zero"),
+    "takeover_threshold": (0.05, 0.0, 1.0, "a teleop command faster than this on any axis takes over"),
+}
+JOY_PARAMS: dict[str, tuple[int, str]] = {
+    "joy_deadman_button": (4, "joystick deadman button (held to drive and for the mode buttons)"),
+    "joy_axis_vx": (1, "joystick axis of the forward velocity"),
+    "joy_axis_vy": (0, "joystick axis of the sideways (left) velocity"),
+    "joy_axis_wz": (3, "joystick axis of the turn (left) rate"),
+    "joy_button_stand": (0, "joystick button: stand"),
+    "joy_button_estop": (1, "joystick button: e-stop (works without the deadman)"),
+    "joy_button_walk": (2, "joystick button: walk"),
+    "joy_button_run_policy": (3, "joystick button: run_policy"),
+}
+LATCHED = QoSProfile(
+    depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+
+
+class ModeManagerNode(QuietNode):
+    """ROS 2 adapter of :class:`ModeMachine`, :class:`CommandMux` and :class:`OperationRecord`."""
+
+    def __init__(self) -> None:
+        super().__init__("mode_manager")
+        self.driver = declare(
+            self, "driver", "/robot_driver", "robot driver node name", read_only=True
+        ).rstrip("/")
+        self.policy_runner = declare(
+            self, "policy_runner", "/policy_runner", "policy runner node name", read_only=True
+        ).rstrip("/")
+        initial = declare(
+            self,
+            "initial_mode",
+            "none",
+            "mode entered once the driver holds: none (stay in hold), stand, policy (run_policy)",
+            read_only=True,
+        )
+        if initial not in INITIAL_MODES:
+            raise ValueError(
+                f"parameter initial_mode: '{initial}' is not one of {', '.join(INITIAL_MODES)} (with "
+                "mode_manager:=true, controller:= may be none or policy; the WBC and the joint hold "
+                "controller are not switchable by the mode manager yet)"
+            )
+        self.initial_mode: Mode | None = (
+            INITIAL_MODES[initial] if INITIAL_MODES[initial] != Mode.HOLD else None
+        )
+        rate = declare(self, "rate_hz", 50.0, "/cmd_vel publishing rate (Hz, node clock)", 5.0, 500.0, True)
+        self.max_torque_step = declare(
+            self,
+            "max_torque_step",
+            0.2,
+            "bound of every controller switch: largest joint torque change per tick as a fraction of the "
+            "joint's effort limit (set on the driver as switch_max_step)",
+            0.01,
+            1.0,
+        )
+        self.record_path = declare(
+            self, "record_path", "", "write the operation record (JSON) here at shutdown and on ~/report"
+        )
+        values = {
+            name: declare(self, name, d, desc, lo, hi) for name, (d, lo, hi, desc) in LIMIT_PARAMS.items()
+        }
+        values.update(
+            {name: declare(self, name, d, desc, lo, hi) for name, (d, lo, hi, desc) in MUX_PARAMS.items()}
+        )
+        values.update({name: declare(self, name, d, desc, 0, 63) for name, (d, desc) in JOY_PARAMS.items()})
+        self.mux = CommandMux(self._mux_settings(values))
+        self.joy_mapping = self._joy_mapping(values)
+        self.values = values
+        self.machine = ModeMachine()
+        self.record = OperationRecord()
+        self._last_source: Source | None = None
+        self._last_event: dict[str, Any] = {}
+        self._joy_buttons: list[int] | None = None
+        self._driver_step_set = False
+        self._step_request: Any = None
+        self.switch_violations = 0
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        self.pub_cmd = self.create_publisher(Twist, "/cmd_vel", 10)
+        self.pub_state = self.create_publisher(String, "~/state", LATCHED)
+        self.create_subscription(String, f"{self.driver}/mode", self._on_driver_mode, LATCHED)
+        self.create_subscription(String, f"{self.driver}/switch", self._on_switch, LATCHED)
+        self.create_subscription(String, f"{self.policy_runner}/state", self._on_policy_state, LATCHED)
+        self.create_subscription(Twist, "/teleop/cmd_vel", self._on_teleop, 10)
+        self.create_subscription(Twist, "/autonomy/cmd_vel", self._on_autonomy, 10)
+        self.create_subscription(Joy, "/joy", self._on_joy, 10)
+        for name in ("stand", "walk", "run_policy", "damp", "estop", "reset"):
+            self.create_service(Trigger, f"~/{name}", self._trigger_handler(Request(name)))
+        self.create_service(SetBool, "~/set_autonomy", self._on_set_autonomy)
+        self.create_service(Trigger, "~/report", self._on_report)
+        self.clients_: dict[str, Any] = {
+            "driver_estop": self.create_client(Trigger, f"{self.driver}/estop"),
+            "driver_reset": self.create_client(Trigger, f"{self.driver}/reset"),
+            "policy_start": self.create_client(Trigger, f"{self.policy_runner}/start"),
+            "policy_stop": self.create_client(Trigger, f"{self.policy_runner}/stop"),
+            "policy_reset": self.create_client(Trigger, f"{self.policy_runner}/reset"),
+        }
+        self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
+        from rclpy.clock import Clock, ClockType
+
+        self.create_timer(0.2, self._push_driver_step, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(1.0 / rate, self._tick)  # node clock: simulated time in simulation
+        self._publish_state()
+        self.get_logger().info(
+            f"mode manager: driver {self.driver}, policy runner {self.policy_runner}, /cmd_vel at "
+            f"{rate:g} Hz, switch bound {self.max_torque_step:g} of the effort limits, initial mode "
+            f"{(self.initial_mode or Mode.HOLD).value}"
+        )
+
+    # ------------------------------------------------------------------ configuration
+    @staticmethod
+    def _mux_settings(v: dict[str, Any]) -> MuxSettings:
+        limits = VelocityLimits(**{k: float(v[k]) for k in LIMIT_PARAMS})
+        return MuxSettings(limits=limits, **{k: float(v[k]) for k in MUX_PARAMS})
+
+    @staticmethod
+    def _joy_mapping(v: dict[str, Any]) -> JoyMapping:
+        mapping = JoyMapping(
+            deadman_button=int(v["joy_deadman_button"]),
+            axis_vx=int(v["joy_axis_vx"]),
+            axis_vy=int(v["joy_axis_vy"]),
+            axis_wz=int(v["joy_axis_wz"]),
+            scale_vx=float(v["vx_max"]),
+            scale_vy=float(v["vy_max"]),
+            scale_wz=float(v["wz_max"]),
+            buttons={name: int(v[f"joy_button_{name}"]) for name in ("stand", "estop", "walk", "run_policy")},
+        )
+        mapping.check()
+        return mapping
+
+    def _on_set_parameters(self, params: list[Any]) -> SetParametersResult:
+        values = dict(self.values)
+        for p in params:
+            if p.name in values:
+                values[p.name] = p.value
+        try:
+            settings = self._mux_settings(values)
+            mapping = self._joy_mapping(values)
+        except (ValueError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        self.values = values
+        self.mux.settings = settings
+        self.joy_mapping = mapping
+        for p in params:
+            if p.name == "max_torque_step":
+                self.max_torque_step = float(p.value)
+                self._driver_step_set = False  # pushed to the driver again
+            elif p.name == "record_path":
+                self.record_path = str(p.value)
+        return SetParametersResult(successful=True)
+
+    def _push_driver_step(self) -> None:
+        """Set the driver's ``switch_max_step`` to ``max_torque_step`` (retried until it took it)."""
+        if (
+            self._driver_step_set
+            or self._step_request is not None
+            or not self.param_client.service_is_ready()
+        ):
+            return
+        req = SetParameters.Request(
+            parameters=[
+                Parameter(
+                    "switch_max_step", Parameter.Type.DOUBLE, float(self.max_torque_step)
+                ).to_parameter_msg()
+            ]
+        )
+        value = self.max_torque_step
+        self._step_request = self.param_client.call_async(req)
+
+        def done(future: Any) -> None:
+            self._step_request = None
+            try:
+                result = future.result().results[0]
+            except Exception as exc:
+                self.get_logger().error(f"setting {self.driver}/switch_max_step failed: {exc}")
+                return
+            if result.successful:
+                self._driver_step_set = value == self.max_torque_step
+                self.get_logger().info(
+                    f"driver switches are blended: {self.driver}/switch_max_step = {value:g}"
+                )
+            else:
+                self.get_logger().error(f"{self.driver} refused switch_max_step = {value:g}: {result.reason}")
+
+        self._step_request.add_done_callback(done)
+
+    # ------------------------------------------------------------------ helpers
+    def now(self) -> float:
+        """Node clock (s): simulated time in simulation."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def available(self) -> Available:
+        """Controllers reachable now."""
+        return Available(policy=self.clients_["policy_start"].service_is_ready(), walking=False)
+
+    def _event(self, t: float, kind: str, **detail: Any) -> None:
+        ev = self.record.event(t, kind, **detail)
+        self._last_event = {"t": round(ev.t, 6), "kind": kind, **detail}
+
+    def _transition(self, tr: Transition | None) -> None:
+        if tr is None:
+            return
+        self._event(tr.t, "mode", old=tr.old.value, new=tr.new.value, reason=tr.reason)
+        log = self.get_logger().error if tr.new == Mode.DAMP else self.get_logger().info
+        log(f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})")
+        if tr.new == Mode.DAMP:
+            self._stop_motion(tr.t)
+
+    def _stop_motion(self, t: float) -> None:
+        was = self.mux.autonomy
+        self.mux.stop()
+        self.pub_cmd.publish(Twist())
+        if was:
+            self._event(t, "autonomy", on=False, reason="damping")
+
+    def state(self) -> dict[str, Any]:
+        """The latched ``~/state`` content."""
+        c = self.mux.counters
+        return {
+            "mode": self.machine.mode.value,
+            "reason": self.machine.reason,
+            "source": (self._last_source or Source.NONE).value,
+            "autonomy": self.mux.autonomy,
+            "driver_mode": self.machine.driver_mode,
+            "policy_state": self.machine.policy_state,
+            "t": round(self.now(), 6),
+            "counts": {
+                "takeovers": self.record.counts["takeover"],
+                "estops": self.record.counts["estop"],
+                "refusals": self.record.counts["refusal"],
+                "mode_changes": self.record.counts["mode"],
+                "switches": self.record.counts["switch"],
+                "switches_over_bound": self.switch_violations,
+                "inputs_refused": sum(c.refused.values()),
+                "inputs_clipped": sum(c.clipped.values()),
+            },
+            "last_event": self._last_event,
+        }
+
+    def _publish_state(self) -> None:
+        self.pub_state.publish(String(data=json.dumps(self.state())))
+
+    # ------------------------------------------------------------------ requests
+    def _trigger_handler(self, request: Request) -> Any:
+        async def handle(_req: Any, resp: Any) -> Any:
+            resp.success, resp.message = await self.handle(request, "service")
+            return resp
+
+        return handle
+
+    async def _on_set_autonomy(self, req: Any, resp: Any) -> Any:
+        request = Request.AUTONOMY_ON if req.data else Request.AUTONOMY_OFF
+        resp.success, resp.message = await self.handle(request, "service")
+        return resp
+
+    async def handle(self, request: Request, origin: str) -> tuple[bool, str]:
+        """Carry out one operator request; (success, message)."""
+        t = self.now()
+        decision = self.machine.decide(request, self.available())
+        name = request.value if request != Request.AUTONOMY_OFF else "set_autonomy"
+        if not decision.allowed:
+            return self._refuse(t, name, decision.reason, origin)
+        if request in (Request.ESTOP, Request.DAMP):
+            self._stop_motion(t)  # zero velocity at once, before anything else
+        if request == Request.ESTOP:
+            self._event(t, "estop", origin=origin)
+            self.get_logger().error(f"E-STOP ({origin})")
+        self.machine.busy = True
+        try:
+            for action in decision.actions:
+                ok, message = await self._call(action)
+                if not ok:
+                    return self._refuse(self.now(), name, f"{name}: {message}", origin)
+                if action == "driver_reset":
+                    self.machine.driver_mode = "ramp"
+        finally:
+            self.machine.busy = False
+        t = self.now()
+        self._transition(self.machine.commit(decision, t))
+        if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF):
+            on = request == Request.AUTONOMY_ON
+            if self.mux.autonomy != on:
+                self.mux.set_autonomy(on)
+                self._event(t, "autonomy", on=on, origin=origin)
+                self.get_logger().info(f"autonomy {'on' if on else 'off'} ({origin})")
+        self._transition(self.machine.sync(t))
+        self._publish_state()
+        return True, decision.reason
+
+    def _refuse(self, t: float, name: str, reason: str, origin: str) -> tuple[bool, str]:
+        self._event(t, "refusal", request=name, reason=reason, origin=origin)
+        self.get_logger().warning(f"refused {name} ({origin}): {reason}")
+        self._publish_state()
+        return False, reason
+
+    async def _call(self, action: str) -> tuple[bool, str]:
+        client = self.clients_[action]
+        if not client.service_is_ready():
+            return False, f"{client.srv_name} is not available"
+        result = await client.call_async(Trigger.Request())
+        if result is None:
+            return False, f"{client.srv_name} did not answer"
+        return bool(result.success), str(result.message)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_driver_mode(self, msg: String) -> None:
+        t = self.now()
+        tr = self.machine.on_driver_mode(msg.data, t)
+        if tr is not None and tr.new == Mode.DAMP:
+            self._event(t, "fault", source="driver", reason=tr.reason)
+        self._transition(tr)
+        self._publish_state()
+
+    def _on_policy_state(self, msg: String) -> None:
+        t = self.now()
+        if msg.data == "fault":
+            self._event(t, "fault", source="policy_runner", state=msg.data)
+        self._transition(self.machine.on_policy_state(msg.data, t))
+        self._publish_state()
+
+    def _on_switch(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+        except ValueError:
+            return
+        within = (
+            float(data.get("step_at_switch", 0.0)) <= self.max_torque_step + 1e-9
+            and float(data.get("max_step", 0.0)) <= self.max_torque_step + 1e-9
+        )
+        data["within_bound"] = within
+        self.switch_violations += 0 if within else 1
+        self._event(float(data.get("t", self.now())), "switch", **data)
+        log = self.get_logger().info if within else self.get_logger().error
+        log(
+            f"switch {data.get('from')} -> {data.get('to')}: largest torque step {data.get('max_step')} of "
+            f"the effort limit ({data.get('max_step_joint')}), at the switch {data.get('step_at_switch')}; "
+            f"bound {self.max_torque_step:g}{'' if within else ' EXCEEDED'}"
+        )
+        self._publish_state()
+
+    def _on_teleop(self, msg: Twist) -> None:
+        t = self.now()
+        accepted, takeover = self.mux.teleop_twist(t, msg.linear.x, msg.linear.y, msg.angular.z)
+        if not accepted:
+            self.get_logger().warning(
+                f"refused /teleop/cmd_vel: {self.mux.counters.last_refusal}", throttle_duration_sec=1.0
+            )
+        if takeover:
+            self._takeover(t, "/teleop/cmd_vel")
+
+    def _on_autonomy(self, msg: Twist) -> None:
+        if not self.mux.autonomy_twist(self.now(), msg.linear.x, msg.linear.y, msg.angular.z):
+            self.get_logger().warning(
+                f"refused /autonomy/cmd_vel: {self.mux.counters.last_refusal}", throttle_duration_sec=1.0
+            )
+
+    def _on_joy(self, msg: Joy) -> None:
+        t = self.now()
+        buttons = list(msg.buttons)
+        command = self.joy_mapping.map(list(msg.axes), buttons, self._joy_buttons)
+        if isinstance(command, str):
+            self.mux.joy(t, command)
+            self.get_logger().warning(command, throttle_duration_sec=1.0)
+            return
+        self._joy_buttons = buttons
+        if self.mux.joy(t, command):
+            self._takeover(t, "/joy")
+        for name in command.pressed:
+            request = Request(name)
+            self.executor.create_task(self.handle, request, "joy")
+
+    def _takeover(self, t: float, by: str) -> None:
+        self._event(t, "takeover", by=by)
+        self.get_logger().warning(f"teleop takeover ({by}): autonomy off until set again")
+        self._publish_state()
+
+    # ------------------------------------------------------------------ output
+    def _tick(self) -> None:
+        t = self.now()
+        out = self.mux.update(t)
+        msg = Twist()
+        msg.linear.x, msg.linear.y, msg.angular.z = out.velocity
+        self.pub_cmd.publish(msg)
+        self.record.account(t, SHARE_OF[out.source])
+        if out.source != self._last_source:
+            old = self._last_source
+            self._last_source = out.source
+            if old is not None:
+                self._event(t, "source", old=old.value, new=out.source.value)
+            self._publish_state()
+        initial = self.initial_mode
+        if (
+            initial is not None
+            and self.machine.mode == Mode.HOLD
+            and not self.machine.busy
+            and (initial != Mode.RUN_POLICY or self.available().policy)
+        ):
+            self.initial_mode = None
+            request = Request.STAND if initial == Mode.STAND else Request.RUN_POLICY
+            self.executor.create_task(self.handle, request, "initial_mode")
+
+    # ------------------------------------------------------------------ record
+    def report(self) -> str:
+        """The operation record as JSON; written to ``record_path`` when set."""
+        self.record.account(self.now(), SHARE_OF[self._last_source or Source.NONE])
+        text = self.record.to_json()
+        if self.record_path:
+            path = Path(self.record_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return text
+
+    def _on_report(self, _req: Any, resp: Any) -> Any:
+        resp.success, resp.message = True, self.report()
+        return resp
+
+    def close(self) -> None:
+        """At shutdown: the record's summary in the log, and the file when ``record_path`` is set."""
+        try:
+            text = self.report()
+        except Exception as exc:  # shutting down: never hide the exit
+            self.get_logger().error(f"could not write the operation record: {exc}")
+            return
+        summary = json.loads(text)
+        summary.pop("events", None)
+        self.get_logger().info(f"operation record: {json.dumps(summary)}")
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``ros2 run humanoid_stack mode_manager``."""
+    return run_node(ModeManagerNode, args, "mode_manager")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
