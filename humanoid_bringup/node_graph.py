@@ -1,10 +1,11 @@
 """The node and topic graph of a launch file, as a Mermaid flowchart (``humanoid-graph``).
 
 The nodes come from the launch file through the launcher's own parsing (what ``humanoid-launch --print``
-shows), once for every combination of the varied arguments (``controller`` and ``estimator`` by default), so
-a node that only some arguments start carries that condition. The topics of each node come from
-:data:`NODE_TOPICS`, keyed by executable; ``test/test_node_graph.py`` checks that table against the
-``create_publisher`` / ``create_subscription`` calls in the nodes' code, and the picture at the top of
+shows), once for every combination of the varied arguments (``controller``, ``estimator`` and
+``mode_manager`` by default), so a node that only some arguments start carries that condition. The topics
+of each node come from :data:`NODE_TOPICS`, keyed by executable; ``test/test_node_graph.py`` checks that
+table against the ``create_publisher`` / ``create_subscription`` calls in the nodes' code, and the picture at
+the top of
 ``docs/architecture.md`` against this command's output (``humanoid-graph --update docs/architecture.md``
 rewrites it).
 """
@@ -28,7 +29,7 @@ __all__ = ["NODE_TOPICS", "NodeTopics", "main", "mermaid_graph"]
 
 BEGIN_MARK = "<!-- node-graph:begin (humanoid-graph --update docs/architecture.md) -->"
 END_MARK = "<!-- node-graph:end -->"
-DEFAULT_VARY = ("controller", "estimator")
+DEFAULT_VARY = ("controller", "estimator", "mode_manager")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "/sim/contacts/{side}",
             "/sim/push",
             "~/lockstep",
+            "~/switch",
         ),
         subscribes=("/joint_commands", ACK_TOPIC),
     ),
@@ -74,6 +76,18 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     "state_estimator": NodeTopics(
         publishes=("/odom", "/contacts/{side}", "/diagnostics", "/tf", ACK_TOPIC),
         subscribes=("/imu/data", "/joint_states", STATUS_TOPIC),
+    ),
+    "mode_manager": NodeTopics(
+        publishes=("/cmd_vel", "~/state"),
+        subscribes=(
+            "{driver}/mode",
+            "{driver}/switch",
+            "{policy_runner}/state",
+            "/teleop/cmd_vel",
+            "/autonomy/cmd_vel",
+            "/joy",
+        ),
+        parameters={"driver": "/robot_driver", "policy_runner": "/policy_runner"},
     ),
     "wbc_controller": NodeTopics(
         publishes=("/joint_commands", "~/state", "/diagnostics", "/wbc/markers", ACK_TOPIC),

@@ -55,8 +55,33 @@ def test_policy_controller_arguments() -> None:
             "policy_onnx": "auto",
             "lockstep": True,
             "autostart": False,
+            "command_timeout_action": "zero",
             "state_reliability": "reliable",
         }
+    finally:
+        plan.cleanup()
+
+
+def test_mode_manager_starts_the_policy_runner_idle() -> None:
+    plan = load_launch_description(default_launch_file(), {"mode_manager": "true", "controller": "policy"})
+    try:
+        by_name = {p.name: p for p in plan.processes}
+        assert list(by_name) == ["robot_driver", "robot_description", "policy_runner", "mode_manager"]
+        runner = by_name["policy_runner"].params
+        assert runner["autostart"] is False and runner["command_timeout_action"] == "hold"
+        assert by_name["mode_manager"].params == {
+            "initial_mode": "policy",
+            "use_sim_time": True,
+            "record_path": "none",
+            "max_torque_step": 0.2,
+        }
+    finally:
+        plan.cleanup()
+    # no second controller next to the mode manager's: the WBC is not switchable by it yet
+    plan = load_launch_description(default_launch_file(), {"mode_manager": "true", "controller": "wbc_stand"})
+    try:
+        names = [p.name for p in plan.processes]
+        assert "wbc_controller" not in names and "mode_manager" in names
     finally:
         plan.cleanup()
 

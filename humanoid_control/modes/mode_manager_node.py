@@ -123,7 +123,10 @@ class ModeManagerNode(QuietNode):
             1.0,
         )
         self.record_path = declare(
-            self, "record_path", "", "write the operation record (JSON) here at shutdown and on ~/report"
+            self,
+            "record_path",
+            "",
+            "write the operation record (JSON) here at shutdown and on ~/report ('' or none: do not write)",
         )
         values = {
             name: declare(self, name, d, desc, lo, hi) for name, (d, lo, hi, desc) in LIMIT_PARAMS.items()
@@ -473,7 +476,7 @@ class ModeManagerNode(QuietNode):
         """The operation record as JSON; written to ``record_path`` when set."""
         self.record.account(self.now(), SHARE_OF[self._last_source or Source.NONE])
         text = self.record.to_json()
-        if self.record_path:
+        if self.record_path not in ("", "none"):
             path = Path(self.record_path)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
