@@ -72,8 +72,9 @@ class DriverSettings:
         switch_max_step: bumpless switching (fraction of each joint's effort limit; 0 = off): when the law
             changes (hold -> active, active -> ramp, damping -> ramp), the torque the old law would apply at
             the measured state is kept as a feed-forward offset that decays to zero in as many ticks as it
-            takes to change no joint's torque by more than this fraction per tick (at most 1 s). Entering
-            damping is never blended (a safety stop acts at once).
+            takes to change no joint's torque by more than half this fraction per tick (at most 1 s; the
+            other half is left to the new controller's own changes). Entering damping is never blended (a
+            safety stop acts at once).
     """
 
     rate_hz: float = 500.0
@@ -397,7 +398,9 @@ class DriverCore:
             j = int(np.argmax(ratio))
             bound = self.settings.switch_max_step
             longest = max(1, round(self.settings.rate_hz))  # at most 1 s
-            n = min(longest, max(1, math.ceil(float(ratio[j]) / bound - 1e-9))) if bound > 0 else 0
+            # the blend moves at most half the bound per tick: the other half is left to the new
+            # controller's own changes (a policy's next target), so that the applied torque stays within it
+            n = min(longest, max(1, math.ceil(float(ratio[j]) / (0.5 * bound) - 1e-9))) if bound > 0 else 0
             self._blend_offset, self._blend_ticks, self._blend_k = (offset, n, 0) if n else (None, 0, 0)
             if self._open_switch is not None:
                 self._open_switch.done = True
