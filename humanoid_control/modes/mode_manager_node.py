@@ -16,7 +16,7 @@ Topics:
 - publishes ``/cmd_vel`` (geometry_msgs/Twist) at ``rate_hz`` of the node clock (simulated time in
   simulation), always: zero when no source is fresh (:mod:`humanoid_control.modes.command_mux`), and
   ``~/state`` (std_msgs/String, latched, JSON: ``mode``, ``reason``, ``source``, ``autonomy``,
-  ``driver_mode``, ``policy_state``, ``t``, ``counts``, ``last_event``) on every change.
+  ``driver_mode``, ``policy_state``, ``t``, ``counts``, ``last_event``) on every change and once a second.
 
 Controllers: the driver's hold (``stand``) and the policy runner (``run_policy``), reached through their
 services; the mode manager sets the driver's ``switch_max_step`` to its ``max_torque_step`` so every switch is
@@ -143,6 +143,7 @@ class ModeManagerNode(QuietNode):
         self._last_source: Source | None = None
         self._last_event: dict[str, Any] = {}
         self._joy_buttons: list[int] | None = None
+        self._state_t = -1.0
         self._driver_step_set = False
         self._step_request: Any = None
         self.switch_violations = 0
@@ -310,7 +311,9 @@ class ModeManagerNode(QuietNode):
         }
 
     def _publish_state(self) -> None:
-        self.pub_state.publish(String(data=json.dumps(self.state())))
+        state = self.state()
+        self._state_t = state["t"]
+        self.pub_state.publish(String(data=json.dumps(state)))
 
     # ------------------------------------------------------------------ requests
     def _trigger_handler(self, request: Request) -> Any:
@@ -460,6 +463,8 @@ class ModeManagerNode(QuietNode):
             if old is not None:
                 self._event(t, "source", old=old.value, new=out.source.value)
             self._publish_state()
+        elif t - self._state_t >= 1.0 or t < self._state_t:
+            self._publish_state()  # once a second as well: the input counters
         initial = self.initial_mode
         if (
             initial is not None
