@@ -1,0 +1,477 @@
+"""The mode manager through the ROS graph: driver, policy runner and mode manager in separate processes, real
+DDS, MuJoCo, lockstep. The operating sequence of the issue, checked on ground truth and on
+``/mode_manager/state``; bad inputs and the mode manager's death; ``humanoid-teleop`` as a terminal program
+under tmux."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_control.model.robot_config import load_robot_config
+
+pytestmark = pytest.mark.slow
+
+CONFIG = load_robot_config("g1")
+EFFORT = CONFIG.array("effort")
+GRID = 0.02  # the probe's teleop/autonomy publishing grid (s of simulated time)
+BOUND = 0.2  # max_torque_step (the default)
+
+
+class Operator:
+    """A lockstep probe that plays an operator: scripted ``/teleop/cmd_vel`` and ``/autonomy/cmd_vel`` on the
+    20 ms grid of simulated time, service calls at held ticks, and records of ``/mode_manager/state``,
+    ``/robot_driver/switch`` and ``/policy_runner/state``."""
+
+    def __init__(self, peer: bool = True) -> None:
+        self.lock = threading.Lock()
+        self.states: list[dict[str, Any]] = []
+        self.switches: list[dict[str, Any]] = []
+        self.runner_states: list[str] = []
+        self.teleop: tuple[float, float, float] | None = None
+        self.autonomy: tuple[float, float, float] | None = None
+        self.probe = GraphProbe(
+            subscribe_description=False,
+            name="operator",
+            contacts=False,
+            lockstep_peer=peer,
+            on_tick=self._on_tick,
+            setup=self._setup,
+            ack_period=GRID if peer else 0.0,
+        )
+
+    def _setup(self, node: Any) -> None:
+        from geometry_msgs.msg import Twist
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import Joy
+        from std_msgs.msg import String
+
+        latched = QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        node.create_subscription(String, "/mode_manager/state", self._on_state, latched)
+        node.create_subscription(String, "/robot_driver/switch", self._on_switch, latched)
+        node.create_subscription(String, "/policy_runner/state", self._on_runner, latched)
+        self.twist = Twist
+        self.joy_type = Joy
+        self.pub_teleop = node.create_publisher(Twist, "/teleop/cmd_vel", 10)
+        self.pub_autonomy = node.create_publisher(Twist, "/autonomy/cmd_vel", 10)
+        self.pub_joy = node.create_publisher(Joy, "/joy", 10)
+
+    def _on_state(self, msg: Any) -> None:
+        with self.lock:
+            self.states.append(json.loads(msg.data))
+
+    def _on_switch(self, msg: Any) -> None:
+        with self.lock:
+            self.switches.append(json.loads(msg.data))
+
+    def _on_runner(self, msg: Any) -> None:
+        with self.lock:
+            self.runner_states.append(msg.data)
+
+    def publish(self, pub: Any, v: tuple[float, float, float]) -> None:
+        msg = self.twist()
+        msg.linear.x, msg.linear.y, msg.angular.z = v
+        pub.publish(msg)
+
+    def _on_tick(self, msg: Any) -> None:
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if round(t * 1000.0) % round(GRID * 1000.0) != 0:
+            return
+        with self.lock:
+            teleop, autonomy = self.teleop, self.autonomy
+        if teleop is not None:
+            self.publish(self.pub_teleop, teleop)
+        if autonomy is not None:
+            self.publish(self.pub_autonomy, autonomy)
+
+    # ------------------------------------------------------------------ queries
+    def state(self) -> dict[str, Any]:
+        with self.lock:
+            return dict(self.states[-1]) if self.states else {}
+
+    def wait_state(self, what: str, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            st = self.state()
+            if st and predicate(st):
+                return st
+            time.sleep(0.02)
+        raise AssertionError(f"/mode_manager/state: {what} not seen; last {self.state()}")
+
+    def call(self, name: str) -> tuple[bool, str]:
+        return self.probe.call_trigger(f"/mode_manager/{name}", timeout=30.0)
+
+    def set_autonomy(self, on: bool) -> tuple[bool, str]:
+        from std_srvs.srv import SetBool
+
+        return self.probe._call(SetBool, "/mode_manager/set_autonomy", SetBool.Request(data=on), 30.0)
+
+    def truth_at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Base position (m, world) and orientation (w, x, y, z) at the last stamp <= t."""
+        with self.probe.lock:
+            ts = np.array(self.probe.data.truth_t)
+            i = int(np.searchsorted(ts, t + 1e-9)) - 1
+            return np.array(self.probe.data.truth_pos[i]), np.array(self.probe.data.truth_quat_wxyz[i])
+
+    def driver_mode(self) -> str:
+        with self.probe.lock:
+            return self.probe.data.modes[-1] if self.probe.data.modes else ""
+
+    def ready(self, graph: LaunchedGraph, peers: tuple[str, ...], hold_at: float | None) -> None:
+        """The mode manager subscribed to our inputs and set the driver's switch bound; then start."""
+        end = time.monotonic() + 120.0
+        while not (
+            self.pub_teleop.get_subscription_count() >= 1
+            and self.pub_autonomy.get_subscription_count() >= 1
+            and self.pub_joy.get_subscription_count() >= 1
+            and driver_parameter(self.probe, "switch_max_step") == BOUND
+        ):
+            assert graph.running() and time.monotonic() < end, graph.log()[-3000:]
+            time.sleep(0.05)
+        self.probe.start_graph(peers=peers, running=graph.running, hold_at=hold_at)
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+def driver_parameter(probe: GraphProbe, name: str) -> Any:
+    """A parameter of the driver (None while its service is not up)."""
+    from rcl_interfaces.srv import GetParameters
+
+    client = probe.node.create_client(GetParameters, "/robot_driver/get_parameters")
+    try:
+        if not client.wait_for_service(timeout_sec=0.5):
+            return None
+        future = client.call_async(GetParameters.Request(names=[name]))
+        end = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        if not future.done():
+            return None
+        value = future.result().values[0]
+        return value.double_value
+    finally:
+        probe.node.destroy_client(client)
+
+
+def yaw(quat_wxyz: np.ndarray) -> float:
+    w, x, y, z = quat_wxyz
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def tilt_deg(quat_wxyz: np.ndarray) -> float:
+    _, x, y, _ = quat_wxyz
+    return math.degrees(math.acos(max(-1.0, min(1.0, 1 - 2 * (x * x + y * y)))))
+
+
+def measured_step(probe: GraphProbe, t_switch: float, ticks: int) -> tuple[float, str]:
+    """The largest change of an applied joint torque (``/joint_states`` effort) from one tick to the next,
+    as a fraction of the joint's effort limit, from the tick before the switch to ``ticks`` after it."""
+    with probe.lock:
+        t = np.array(probe.data.joint_t)
+        effort = np.array(probe.data.joint_effort)
+        names = list(probe.data.joint_names)
+    # the torque applied during tick k is in the state stamped k + 1
+    sel = np.flatnonzero((t >= t_switch - 1e-6) & (t <= t_switch + (ticks + 2) * 0.002 + 1e-6))
+    steps = np.abs(np.diff(effort[sel], axis=0)) / EFFORT
+    k, j = np.unravel_index(int(np.argmax(steps)), steps.shape)
+    return float(steps[k, j]), names[j]
+
+
+def launch(tmp_path: Path, **args: str) -> LaunchedGraph:
+    isolated_ros_env(tmp_path / "ros_logs")
+    arguments = {
+        "mode_manager": "true",
+        "clock": "lockstep",
+        "start_paused": "true",
+        "sim_duration_s": "120.0",
+        "mode_record": str(tmp_path / "record.json"),
+        **args,
+    }
+    return LaunchedGraph(arguments, tmp_path / "graph.log").start()
+
+
+def test_operating_sequence_through_the_graph(tmp_path: Path) -> None:
+    """boot -> hold -> stand -> run_policy with teleop walking forward -> set_autonomy true -> the autonomy
+    source drives -> teleop takeover -> estop -> reset -> stand."""
+    graph = launch(tmp_path, controller="none")
+    op = Operator()
+    figures: list[str] = []
+    try:
+        op.ready(graph, peers=("policy_runner",), hold_at=2.4)
+        op.probe.run_until(2.4)
+        st = op.wait_state("mode hold", lambda s: s["mode"] == "hold")
+        assert op.driver_mode() == "hold"
+        p, q = op.truth_at(2.4)
+        assert p[2] > 0.7 and tilt_deg(q) < 5.0, (p, q)
+        assert op.call("walk") == (False, "walk: model-based walking is not available yet")
+        ok, msg = op.call("reset")
+        assert not ok and "not damping" in msg
+        assert op.call("stand")[0]
+        op.wait_state("mode stand", lambda s: s["mode"] == "stand")
+
+        with op.lock:
+            op.teleop = (0.4, 0.0, 0.0)
+        ok, msg = op.call("run_policy")
+        assert ok, msg
+        op.wait_state("mode run_policy", lambda s: s["mode"] == "run_policy")
+        x0 = op.truth_at(2.4)[0][0]
+        op.probe.run_until(5.5)
+        st = op.wait_state("source teleop", lambda s: s["source"] == "teleop")
+        assert st["mode"] == "run_policy" and not st["autonomy"] and op.driver_mode() == "active"
+        p, q = op.truth_at(5.5)
+        assert p[0] - x0 > 0.4 and p[2] > 0.6, (p, x0)
+        figures.append(f"teleop walking 2.4-5.5 s: x advanced {p[0] - x0:.2f} m")
+
+        with op.lock:
+            op.teleop, op.autonomy = None, (0.0, 0.0, 0.5)
+        assert op.set_autonomy(True)[0]
+        op.wait_state("autonomy on", lambda s: s["autonomy"])
+        yaw0 = yaw(op.truth_at(5.5)[1])
+        op.probe.run_until(8.0)
+        st = op.wait_state("source autonomy", lambda s: s["source"] == "autonomy")
+        assert st["autonomy"] and st["mode"] == "run_policy"
+        turned = yaw(op.truth_at(8.0)[1]) - yaw0
+        assert turned > 0.4, turned
+        figures.append(f"autonomy turning 5.5-8.0 s: yaw {turned:.2f} rad")
+
+        with op.lock:
+            op.teleop = (0.3, 0.0, 0.0)
+        op.probe.run_until(9.0)
+        st = op.wait_state("takeover", lambda s: s["counts"]["takeovers"] == 1)
+        assert not st["autonomy"] and st["source"] == "teleop" and st["mode"] == "run_policy"
+        with op.lock:
+            op.teleop = (0.0, 0.0, 0.0)
+        op.probe.run_until(10.0)
+        with op.lock:
+            op.teleop = op.autonomy = None
+        ok, msg = op.call("estop")
+        assert ok, msg
+        op.wait_state("mode damp", lambda s: s["mode"] == "damp" and s["counts"]["estops"] == 1)
+        op.probe.run_until(10.1)
+        assert op.driver_mode() == "damping"
+        ok, msg = op.call("stand")
+        assert (ok, msg) == (False, "stand: the driver is in damping; call reset first")
+        ok, msg = op.call("reset")
+        assert ok, msg
+        op.probe.run_until(12.5)
+        assert op.driver_mode() == "hold"
+        op.wait_state("mode hold", lambda s: s["mode"] == "hold")
+        assert op.call("stand")[0]
+        op.probe.run_until(13.0)
+        st = op.wait_state("mode stand", lambda s: s["mode"] == "stand")
+        p, q = op.truth_at(13.0)
+        assert p[2] > 0.65 and tilt_deg(q) < 15.0, (p, q)
+        ok, text = op.call("report")
+        assert ok
+        record = json.loads(text)
+        # let the driver publish the last switch (after its blend), then stop
+        op.probe.release()
+        end = time.monotonic() + 20
+        while len(op.switches) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+        switches = list(op.switches)
+    finally:
+        op.probe.release()
+        graph.stop()
+        op.close()
+
+    counts = record["counts"]
+    assert counts["takeovers"] == 1 and counts["estops"] == 1 and counts["refusals"] == 3, counts
+    shares = record["shares_s"]
+    # the script: teleop 2.42-5.5 s and 8.02-10.0 s, autonomy 5.52-8.02 s, idle the rest (0-2.42, 10.0-13.0)
+    assert shares["teleop"] == pytest.approx(5.06, abs=0.2), shares
+    assert shares["autonomy"] == pytest.approx(2.5, abs=0.2), shares
+    assert shares["idle"] == pytest.approx(record["duration_s"] - 7.56, abs=0.3), shares
+    modes = [e["detail"]["new"] for e in record["events"] if e["kind"] == "mode"]
+    assert modes == ["hold", "stand", "run_policy", "damp", "hold", "stand"], modes
+    kinds = {e["kind"] for e in record["events"]}
+    assert {"mode", "source", "autonomy", "takeover", "estop", "refusal", "switch"} <= kinds
+
+    assert [(s["from"], s["to"]) for s in switches[:2]] == [("hold", "active"), ("damping", "ramp")], switches
+    for s in switches[:2]:
+        measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
+        figures.append(
+            f"switch {s['from']} -> {s['to']} at {s['t']:.3f} s: unblended {s['unblended_step']:.3f} "
+            f"({s['unblended_joint']}), blended over {s['blend_ticks']} ticks: largest step "
+            f"{s['max_step']:.3f} ({s['max_step_joint']}), measured on /joint_states {measured:.3f} ({joint})"
+        )
+        assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
+    estop_t = next(e["t"] for e in record["events"] if e["kind"] == "estop")
+    step, joint = measured_step(op.probe, estop_t, 5)
+    figures.append(f"e-stop (damping, never blended): step {step:.3f} ({joint})")
+    figures.append(f"record: shares {shares}, counts {counts}")
+    print("\n".join(figures))
+    saved = json.loads((tmp_path / "record.json").read_text())  # ~/report wrote it; the shutdown again
+    assert saved["counts"]["estops"] == 1 and saved["end_t"] > record["end_t"], (
+        saved["end_t"],
+        record["end_t"],
+    )
+
+
+def _descendant(pid: int, needle: str) -> int:
+    """The process id of a descendant of ``pid`` whose command line contains ``needle``."""
+    parents: dict[int, int] = {}
+    cmdlines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            cmdlines[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+    for child, cmd in cmdlines.items():
+        p = child
+        while p in parents and p != pid:
+            p = parents[p]
+        if p == pid and needle in cmd:
+            return child
+    raise AssertionError(f"no process '{needle}' under {pid}")
+
+
+def test_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
+    """NaN and out-of-limit Twists refused or clipped and counted; a Joy with too few axes refused with a
+    clear message; a request in the wrong state refused with the reason; the mode manager killed -> the policy
+    runner stops on the /cmd_vel silence and the driver holds the robot standing (bumpless)."""
+    graph = launch(tmp_path, controller="policy")
+    op = Operator()
+    try:
+        op.ready(graph, peers=("policy_runner",), hold_at=3.0)
+        op.probe.run_until(3.0)
+        op.wait_state("mode run_policy", lambda s: s["mode"] == "run_policy")
+        op.publish(op.pub_teleop, (math.nan, 0.0, 0.0))
+        op.publish(op.pub_teleop, (0.0, 0.0, 10.0))  # clipped to wz_max
+        op.publish(op.pub_teleop, (0.0, 0.0, 0.0))
+        op.pub_joy.publish(op.joy_type(axes=[0.0, 0.0], buttons=[0] * 8))
+        ok, msg = op.call("reset")
+        assert (ok, msg) == (False, "reset: the robot is not damping (mode run_policy); nothing to reset")
+        with op.lock:
+            op.teleop = (0.3, 0.0, 0.0)
+        op.probe.run_until(4.2)
+        st = op.wait_state(
+            "counted inputs",
+            lambda s: s["counts"]["inputs_refused"] >= 2 and s["counts"]["inputs_clipped"] >= 1,
+        )
+        assert st["counts"]["inputs_refused"] == 2 and st["counts"]["inputs_clipped"] == 1, st["counts"]
+        assert "joy: refused a message with 2 axes; the mapping needs 4" in graph.log()
+        op.probe.run_until(6.0)
+        p, _ = op.truth_at(6.0)
+        assert p[0] > 0.3 and op.driver_mode() == "active", p
+        os.kill(_descendant(graph.process.pid, "mode_manager_node"), signal.SIGKILL)
+        op.probe.run_until(9.6)  # 1 s of /cmd_vel silence, then the driver's 2 s ramp to its hold
+        with op.lock:
+            runner_states = list(op.runner_states)
+        with op.probe.lock:
+            modes = list(op.probe.data.modes)
+        assert runner_states[-1] == "hold" and modes[-2:] == ["ramp", "hold"], (runner_states, modes)
+        p, q = op.truth_at(9.6)
+        assert p[2] > 0.65 and tilt_deg(q) < 15.0, (p, q)
+        end = time.monotonic() + 20
+        while not any(s["to"] == "ramp" for s in op.switches) and time.monotonic() < end:
+            time.sleep(0.05)
+        hand_back = [s for s in op.switches if (s["from"], s["to"]) == ("active", "ramp")]
+        assert hand_back, op.switches
+        s = hand_back[0]
+        measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
+        print(
+            f"mode manager killed -> policy stopped, driver hold: switch active -> ramp unblended "
+            f"{s['unblended_step']:.3f}, largest step {s['max_step']:.3f} ({s['max_step_joint']}), measured "
+            f"{measured:.3f} ({joint}) over {s['blend_ticks']} ticks"
+        )
+        assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6
+    finally:
+        op.probe.release()
+        graph.stop()
+        op.close()
+    assert "no /cmd_vel for" in graph.log()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_humanoid_teleop_in_a_terminal_moves_the_robot_and_latches_the_estop(tmp_path: Path) -> None:
+    graph = launch(tmp_path, controller="policy")
+    env = {k: v for k, v in os.environ.items() if k.startswith("ROS_")}
+    socket = f"humanoid-teleop-test-{os.getpid()}"
+    tmux = ["tmux", "-L", socket, "-f", "/dev/null"]
+    command = " ".join(
+        [
+            "env",
+            *(f"{k}={v}" for k, v in env.items()),
+            "PYTHONUNBUFFERED=1",
+            sys.executable,
+            "-m",
+            "humanoid_bringup.teleop",
+        ]
+    )
+    op = Operator(peer=False)
+
+    def screen() -> str:
+        return subprocess.run(
+            [*tmux, "capture-pane", "-p", "-t", "teleop"], capture_output=True, text=True
+        ).stdout
+
+    def keys(*k: str) -> None:
+        subprocess.run([*tmux, "send-keys", "-t", "teleop", *k], check=True)
+
+    def wait_screen(text: str, timeout: float = 30.0) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            s = screen()
+            if text in s:
+                return s
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} not on the screen:\n{screen()}")
+
+    subprocess.run([*tmux, "new-session", "-d", "-s", "teleop", "-x", "160", "-y", "12", command], check=True)
+    try:
+        end = time.monotonic() + 60
+        while op.probe.node.count_publishers("/teleop/cmd_vel") < 1:
+            assert time.monotonic() < end, screen()
+            time.sleep(0.05)
+        op.ready(graph, peers=("policy_runner",), hold_at=None)
+        assert op.probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", 90.0), graph.log()[
+            -3000:
+        ]
+        wait_screen("mode run_policy")
+        x0 = op.truth_at(1e9)[0][0]
+        keys("w", "w", "Up", "w")
+        wait_screen("vx +0.40")
+        assert op.probe.wait_for(lambda d: bool(d.truth_pos) and d.truth_pos[-1][0] - x0 > 0.3, 90.0), (
+            f"the robot did not move forward\n{screen()}"
+        )
+        wait_screen("source teleop")
+        keys("e")
+        assert op.probe.wait_for(lambda d: d.modes[-1] == "damping", 30.0), screen()
+        s = wait_screen("mode damp")
+        assert "estop: ok" in s, s
+        t_estop = op.probe.sim_time()
+        assert op.probe.wait_for(lambda d: bool(d.joint_t) and d.joint_t[-1] > t_estop + 0.5, 30.0)
+        assert op.driver_mode() == "damping"  # latched
+        keys("1")
+        s = wait_screen("stand: REFUSED")
+        assert "call reset first" in s, s
+        keys("q")
+        end = time.monotonic() + 10
+        while subprocess.run([*tmux, "has-session", "-t", "teleop"], capture_output=True).returncode == 0:
+            assert time.monotonic() < end, "humanoid-teleop did not quit"
+            time.sleep(0.1)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        graph.stop()
+        op.close()
