@@ -28,6 +28,7 @@ CASES = {
     "wbc_stand": {"controller": "wbc_stand"},  # driver, description, state estimator, WBC
     "policy": {"controller": "policy", "policy_autostart": "false"},  # driver, description, policy runner
     "joint_hold": {"controller": "joint_hold"},  # driver, description, joint hold controller
+    "mode_manager": {"mode_manager": "true"},  # driver, description, policy runner (idle), mode manager
 }
 SERVICE_TIMEOUT_S = 120.0  # node start-up (imports, model loading) on a loaded 2-core machine
 CALL_TIMEOUT_S = 30.0
