@@ -91,8 +91,9 @@ def test_busy_defers_reports_and_sync_applies_them() -> None:
 
 def test_policy_runner_stopping_by_itself_means_stand() -> None:
     m = booted()
-    m.on_policy_state("hold", 2.0)
-    m.commit(m.decide(Request.RUN_POLICY, POLICY), 3.0)
+    m.on_policy_state("wait_state", 2.0)
+    m.commit(m.decide(Request.RUN_POLICY, POLICY), 2.0)
+    assert m.on_policy_state("hold", 2.0) is None  # its idle start-up state, arriving late
     m.on_policy_state("wait_state", 3.0)
     m.on_policy_state("run", 3.1)
     tr = m.on_policy_state("hold", 8.0)

@@ -104,6 +104,7 @@ class ModeMachine:
     driver_mode: str | None = None
     policy_state: str | None = None
     busy: bool = False  # the node is carrying out a request: the robot's reports do not change the mode
+    policy_ran: bool = False  # the policy runner reported "run" since run_policy was entered
     history: list[Transition] = field(default_factory=list)
 
     # ------------------------------------------------------------------ requests
@@ -158,6 +159,8 @@ class ModeMachine:
         """Enter the decision's target mode (after its actions succeeded); the transition, or None."""
         if decision.target is None or decision.target == self.mode:
             return None
+        if decision.target == Mode.RUN_POLICY:
+            self.policy_ran = self.policy_state == "run"
         return self._enter(decision.target, decision.reason, t)
 
     # ------------------------------------------------------------------ what the robot does
@@ -184,10 +187,14 @@ class ModeMachine:
     def on_policy_state(self, state: str, t: float) -> Transition | None:
         """The policy runner's latched ``~/state`` changed; a runner that stopped by itself (``hold``: its
         ``/cmd_vel`` went silent) leaves ``run_policy`` for ``stand``."""
-        previous, self.policy_state = self.policy_state, state
+        self.policy_state = state
+        if self.mode == Mode.RUN_POLICY and state == "run":
+            self.policy_ran = True
         if self.busy:
             return None
-        if self.mode == Mode.RUN_POLICY and state == "hold" and previous in ("run", "ramp", "wait_state"):
+        # only a runner seen running since run_policy was entered: a "hold" of the runner's own start-up
+        # (idle until started) can arrive after the start request
+        if self.mode == Mode.RUN_POLICY and state == "hold" and self.policy_ran:
             return self._enter(Mode.STAND, "the policy runner stopped by itself; the driver holds", t)
         return None
 

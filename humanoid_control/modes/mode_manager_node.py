@@ -404,7 +404,8 @@ class ModeManagerNode(QuietNode):
         )
         data["within_bound"] = within
         self.switch_violations += 0 if within else 1
-        self._event(float(data.get("t", self.now())), "switch", **data)
+        t = data.pop("t", None)
+        self._event(float(t) if isinstance(t, int | float) else self.now(), "switch", **data)
         log = self.get_logger().info if within else self.get_logger().error
         log(
             f"switch {data.get('from')} -> {data.get('to')}: largest torque step {data.get('max_step')} of "
