@@ -58,7 +58,17 @@ class TeleopClient:
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
-        self._clients: dict[str, Any] = {}
+        from std_srvs.srv import SetBool, Trigger
+
+        from humanoid_control.modes.teleop_keys import REQUEST_KEYS
+
+        # created now: a client is ready only once discovery matched it to its service
+        self._clients: dict[str, Any] = {
+            service: self.node.create_client(
+                Trigger if data is None else SetBool, f"{self.namespace}/{service}"
+            )
+            for service, data in REQUEST_KEYS.values()
+        }
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, daemon=True)
@@ -83,21 +93,21 @@ class TeleopClient:
         self.pub.publish(msg)
 
     def call(self, service: str, data: bool | None) -> None:
-        """Call ``<namespace>/<service>`` (Trigger, or SetBool with ``data``) without waiting."""
+        """Call ``<namespace>/<service>`` (Trigger, or SetBool with ``data``) without blocking the keys."""
+        threading.Thread(target=self._call, args=(service, data), daemon=True).start()
+
+    def _call(self, service: str, data: bool | None) -> None:
         from std_srvs.srv import SetBool, Trigger
 
         name = f"{self.namespace}/{service}"
-        srv_type = Trigger if data is None else SetBool
+        client = self._clients[service]
         with self.lock:
-            client = self._clients.get(name)
-            if client is None:
-                client = self._clients[name] = self.node.create_client(srv_type, name)
-            if not client.service_is_ready():
-                self.status = f"{name}: not available"
-                return
             self.status = f"{name}: calling ..."
-        request = Trigger.Request() if data is None else SetBool.Request(data=data)
-        future = client.call_async(request)
+        if not client.wait_for_service(timeout_sec=2.0):
+            with self.lock:
+                self.status = f"{name}: not available"
+            return
+        future = client.call_async(Trigger.Request() if data is None else SetBool.Request(data=data))
 
         def done(f: Any) -> None:
             try:
