@@ -43,6 +43,7 @@ class Operator:
         self.runner_states: list[str] = []
         self.teleop: tuple[float, float, float] | None = None
         self.autonomy: tuple[float, float, float] | None = None
+        self.joy: tuple[list[float], list[int]] | None = None  # (axes, buttons)
         self.probe = GraphProbe(
             subscribe_description=False,
             name="operator",
@@ -93,7 +94,9 @@ class Operator:
         if round(t * 1000.0) % round(GRID * 1000.0) != 0:
             return
         with self.lock:
-            teleop, autonomy = self.teleop, self.autonomy
+            teleop, autonomy, joy = self.teleop, self.autonomy, self.joy
+        if joy is not None:
+            self.pub_joy.publish(self.joy_type(axes=joy[0], buttons=joy[1]))
         if teleop is not None:
             self.publish(self.pub_teleop, teleop)
         if autonomy is not None:
@@ -351,8 +354,9 @@ def _descendant(pid: int, needle: str) -> int:
 
 def test_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
     """NaN and out-of-limit Twists refused or clipped and counted; a Joy with too few axes refused with a
-    clear message; a request in the wrong state refused with the reason; the mode manager killed -> the policy
-    runner stops on the /cmd_vel silence and the driver holds the robot standing (bumpless)."""
+    clear message; walking with the joystick's deadman held; a request in the wrong state refused with the
+    reason; the mode manager killed -> the policy runner stops on the /cmd_vel silence and the driver holds
+    the robot standing (bumpless)."""
     graph = launch(tmp_path, controller="policy")
     op = Operator()
     try:
@@ -365,8 +369,8 @@ def test_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
         op.pub_joy.publish(op.joy_type(axes=[0.0, 0.0], buttons=[0] * 8))
         ok, msg = op.call("reset")
         assert (ok, msg) == (False, "reset: the robot is not damping (mode run_policy); nothing to reset")
-        with op.lock:
-            op.teleop = (0.3, 0.0, 0.0)
+        with op.lock:  # walk with the joystick: deadman (button 4) held, left stick 3/8 forward = 0.3 m/s
+            op.joy = ([0.0, 0.375, 0.0, 0.0], [0, 0, 0, 0, 1, 0, 0, 0])
         op.probe.run_until(4.2)
         st = op.wait_state(
             "counted inputs",
@@ -377,6 +381,7 @@ def test_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
         op.probe.run_until(6.0)
         walked = op.truth_at(6.0)[0][0] - op.truth_at(4.2)[0][0]
         assert walked > 0.2 and op.driver_mode() == "active", walked
+        assert op.state()["source"] == "teleop"
         os.kill(_descendant(graph.process.pid, "mode_manager_node"), signal.SIGKILL)
         op.probe.run_until(9.6)  # 1 s of /cmd_vel silence, then the driver's 2 s ramp to its hold
         with op.lock:
