@@ -83,11 +83,12 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "{driver}/mode",
             "{driver}/switch",
             "{policy_runner}/state",
+            "{wbc}/state",
             "/teleop/cmd_vel",
             "/autonomy/cmd_vel",
             "/joy",
         ),
-        parameters={"driver": "/robot_driver", "policy_runner": "/policy_runner"},
+        parameters={"driver": "/robot_driver", "policy_runner": "/policy_runner", "wbc": "/wbc_controller"},
     ),
     "wbc_controller": NodeTopics(
         publishes=("/joint_commands", "~/state", "/diagnostics", "/wbc/markers", ACK_TOPIC),

@@ -12,7 +12,8 @@ Topics:
   (std_msgs/String, latched) and ``/diagnostics``.
 
 Services (std_srvs/Trigger): ``~/start`` (fresh policy state: last action, history, gait phase and a recurrent
-network's state), ``~/stop`` (the driver ramps back to ``hold``), ``~/reset`` (leave ``fault``).
+network's state; with ``autostart: false`` the driver's gains are set again first), ``~/stop`` (the driver
+ramps back to ``hold``), ``~/reset`` (leave ``fault``).
 
 Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
 to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the
@@ -366,6 +367,12 @@ class PolicyRunnerNode(QuietNode):
 
     # ------------------------------------------------------------------ services
     def _on_start(self, _req: Any, resp: Any) -> Any:
+        if not self.runner.settings.autostart and self.runner.state in (
+            RunnerState.HOLD,
+            RunnerState.WAIT_STATE,
+        ):
+            # switched by the mode manager: another controller may have changed the driver's gains since
+            self.runner.gains_ready = False
         resp.success, resp.message = self.runner.start()
         self._publish_state()
         return resp

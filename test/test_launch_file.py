@@ -77,11 +77,21 @@ def test_mode_manager_starts_the_policy_runner_idle() -> None:
         }
     finally:
         plan.cleanup()
-    # no second controller next to the mode manager's: the WBC is not switchable by it yet
-    plan = load_launch_description(default_launch_file(), {"mode_manager": "true", "controller": "wbc_stand"})
+    # the WBC under the mode manager: idle until /mode_manager/stand
+    for args in ({"mode_stand": "wbc"}, {"controller": "wbc_stand"}):
+        plan = load_launch_description(default_launch_file(), {"mode_manager": "true", **args})
+        try:
+            by_name = {p.name: p for p in plan.processes}
+            assert {"state_estimator", "wbc_controller", "policy_runner", "mode_manager"} <= set(by_name)
+            assert by_name["wbc_controller"].params["autostart"] is False
+        finally:
+            plan.cleanup()
+    # no joint hold controller next to the mode manager's controllers
+    plan = load_launch_description(
+        default_launch_file(), {"mode_manager": "true", "controller": "joint_hold"}
+    )
     try:
-        names = [p.name for p in plan.processes]
-        assert "wbc_controller" not in names and "mode_manager" in names
+        assert "joint_hold_controller" not in [p.name for p in plan.processes]
     finally:
         plan.cleanup()
 
@@ -101,7 +111,12 @@ def test_wbc_stand_starts_the_estimator_and_the_wbc() -> None:
     try:
         names = [p.name for p in plan.processes]
         assert names == ["robot_driver", "robot_description", "state_estimator", "wbc_controller"]
-        assert plan.processes[-1].params == {"robot": "g1", "lockstep": True, "rate_hz": 500.0}
+        assert plan.processes[-1].params == {
+            "robot": "g1",
+            "lockstep": True,
+            "rate_hz": 500.0,
+            "autostart": True,
+        }
         assert plan.processes[-2].params["lockstep"] is True
     finally:
         plan.cleanup()

@@ -249,3 +249,21 @@ def test_keys_steps_limits_stop_and_requests() -> None:
     assert keys.press("o").request == ("set_autonomy", True)
     assert keys.press("q").quit
     assert not keys.press("#").known
+
+
+def test_stand_uses_the_wbc_where_reachable_and_switches_stop_it_first() -> None:
+    both = Available(policy=True, wbc=True)
+    m = booted()
+    d = m.decide(Request.STAND, both)
+    assert d.actions == ("wbc_start",) and "WBC" in d.reason
+    m.commit(d, 2.5)
+    assert m.wbc_active
+    d = m.decide(Request.RUN_POLICY, both)
+    assert d.actions == ("wbc_stop", "policy_start")
+    m.commit(d, 3.0)
+    assert not m.wbc_active
+    assert m.decide(Request.STAND, both).actions == ("policy_stop", "wbc_start")
+    m.commit(m.decide(Request.STAND, both), 4.0)
+    assert m.decide(Request.ESTOP, both).actions == ("driver_estop", "wbc_stop")
+    m.commit(m.decide(Request.ESTOP, both), 5.0)
+    assert not m.wbc_active

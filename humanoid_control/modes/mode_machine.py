@@ -7,17 +7,18 @@ Modes (:class:`Mode`):
   ``damp`` are accepted.
 - ``hold``: the driver holds the default pose (``stand`` gains) and no operator mode was chosen yet, or after
   a reset.
-- ``stand``: standing chosen by the operator. The stand controller is the driver's hold (the WBC is not
-  switchable by the mode manager yet, docs/modes.md).
+- ``stand``: standing chosen by the operator: the whole-body controller (WBC balance) where one is
+  reachable, else the driver's hold.
 - ``walk``: model-based walking; refused until a walking controller exists.
 - ``run_policy``: the learned policy (``policy_runner``) commands the driver.
 - ``damp``: the driver is in damping (e-stop, ``damp`` request, or a fault), latched until ``reset``.
 
 Requests (:class:`Request`) give a :class:`Decision`: refused with the reason, or allowed with the ordered
 actions the node performs (``driver_estop``, ``driver_reset``, ``policy_start``, ``policy_stop``,
-``policy_reset``) and the target mode. The node calls :meth:`ModeMachine.commit` once the actions succeeded.
-Exactly one controller commands the driver at a time because every path into ``run_policy`` starts from the
-driver's hold (``hold``/``stand``) and every path out of it stops the policy first or damps the driver.
+``policy_reset``, ``wbc_start``, ``wbc_stop``) and the target mode. The node calls
+:meth:`ModeMachine.commit` once the actions succeeded. Exactly one controller commands the driver at a time:
+every switch stops the controller in charge before it starts the next one (which waits for the driver's
+hold), and damping stops the WBC too.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ INITIAL_MODES = {
     "stand": Mode.STAND,
     "policy": Mode.RUN_POLICY,
     "run_policy": Mode.RUN_POLICY,
+    "wbc_stand": Mode.STAND,
 }
 
 
@@ -79,10 +81,11 @@ class Decision:
 
 @dataclass
 class Available:
-    """Controllers the node can reach now: the policy runner's services; model-based walking."""
+    """Controllers the node can reach now: the policy runner's and the WBC's services; model-based walking."""
 
     policy: bool = False
     walking: bool = False
+    wbc: bool = False
 
 
 @dataclass
@@ -105,6 +108,7 @@ class ModeMachine:
     policy_state: str | None = None
     busy: bool = False  # the node is carrying out a request: the robot's reports do not change the mode
     policy_ran: bool = False  # the policy runner reported "run" since run_policy was entered
+    wbc_active: bool = False  # the WBC was started (stand) and not stopped since
     history: list[Transition] = field(default_factory=list)
 
     # ------------------------------------------------------------------ requests
@@ -112,12 +116,15 @@ class ModeMachine:
         """The decision for ``request`` in the current mode (pure: nothing changes until :meth:`commit`)."""
         name = "set_autonomy" if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF) else request.value
         mode = self.mode
+        wbc_stop = ("wbc_stop",) if self.wbc_active else ()
         if request == Request.ESTOP:
-            return Decision(True, "e-stop: damping latched until reset", ("driver_estop",), Mode.DAMP)
+            return Decision(
+                True, "e-stop: damping latched until reset", ("driver_estop", *wbc_stop), Mode.DAMP
+            )
         if request == Request.DAMP:
             if mode == Mode.DAMP:
                 return Decision(True, "damp: already damping")
-            return Decision(True, "damp: damping latched until reset", ("driver_estop",), Mode.DAMP)
+            return Decision(True, "damp: damping latched until reset", ("driver_estop", *wbc_stop), Mode.DAMP)
         if request == Request.AUTONOMY_OFF:
             return Decision(True, "autonomy off: teleop commands the velocity")
         if request == Request.RESET:
@@ -146,10 +153,12 @@ class ModeMachine:
         ]
         if mode == target:
             return Decision(True, f"{name}: already in {mode.value}")
-        stop = ("policy_stop",) if mode == Mode.RUN_POLICY else ()
+        stop = ("policy_stop",) if mode == Mode.RUN_POLICY else wbc_stop
         start = ("policy_start",) if target == Mode.RUN_POLICY else ()
+        if target == Mode.STAND and available.wbc:
+            start = ("wbc_start",)
         what = {
-            Mode.STAND: "standing (the driver's hold)",
+            Mode.STAND: "standing (WBC balance)" if available.wbc else "standing (the driver's hold)",
             Mode.WALK: "walking",
             Mode.RUN_POLICY: "the learned policy commands the robot",
         }[target]
@@ -157,6 +166,10 @@ class ModeMachine:
 
     def commit(self, decision: Decision, t: float) -> Transition | None:
         """Enter the decision's target mode (after its actions succeeded); the transition, or None."""
+        if "wbc_stop" in decision.actions:
+            self.wbc_active = False
+        if "wbc_start" in decision.actions:
+            self.wbc_active = True
         if decision.target is None or decision.target == self.mode:
             return None
         if decision.target == Mode.RUN_POLICY:

@@ -18,11 +18,11 @@ Topics:
   ``~/state`` (std_msgs/String, latched, JSON: ``mode``, ``reason``, ``source``, ``autonomy``,
   ``driver_mode``, ``policy_state``, ``t``, ``counts``, ``last_event``) on every change and once a second.
 
-Controllers: the driver's hold (``stand``) and the policy runner (``run_policy``), reached through their
-services; the mode manager sets the driver's ``switch_max_step`` to its ``max_torque_step`` so every switch is
-bumpless, and records each switch's torque steps from ``{driver}/switch``. If this node dies, ``/cmd_vel``
-stops: a policy runner launched with ``command_timeout_action:=hold`` then stops and the driver holds the
-default pose (docs/modes.md).
+Controllers: the WBC (``stand``, where ``{wbc}/start`` is reachable, else the driver's hold) and the policy
+runner (``run_policy``), reached through their services; the mode manager sets the driver's
+``switch_max_step`` to its ``max_torque_step`` so every switch is bumpless, and records each switch's torque
+steps from ``{driver}/switch``. If this node dies, ``/cmd_vel`` stops: a policy runner launched with
+``command_timeout_action:=hold`` then stops and the driver holds the default pose (docs/modes.md).
 """
 
 from __future__ import annotations
@@ -96,18 +96,25 @@ class ModeManagerNode(QuietNode):
         self.policy_runner = declare(
             self, "policy_runner", "/policy_runner", "policy runner node name", read_only=True
         ).rstrip("/")
+        self.wbc = declare(
+            self,
+            "wbc",
+            "/wbc_controller",
+            "whole-body controller node name (stand, where it runs)",
+            read_only=True,
+        ).rstrip("/")
         initial = declare(
             self,
             "initial_mode",
             "none",
-            "mode entered once the driver holds: none (stay in hold), stand, policy (run_policy)",
+            "mode entered once the driver holds: none (hold), stand or wbc_stand, policy (run_policy)",
             read_only=True,
         )
         if initial not in INITIAL_MODES:
             raise ValueError(
                 f"parameter initial_mode: '{initial}' is not one of {', '.join(INITIAL_MODES)} (with "
-                "mode_manager:=true, controller:= may be none or policy; the WBC and the joint hold "
-                "controller are not switchable by the mode manager yet)"
+                "mode_manager:=true, controller:= may be none, policy or wbc_stand; the joint hold "
+                "controller is not switchable by the mode manager)"
             )
         self.initial_mode: Mode | None = (
             INITIAL_MODES[initial] if INITIAL_MODES[initial] != Mode.HOLD else None
@@ -154,6 +161,8 @@ class ModeManagerNode(QuietNode):
         self.create_subscription(String, f"{self.driver}/mode", self._on_driver_mode, LATCHED)
         self.create_subscription(String, f"{self.driver}/switch", self._on_switch, LATCHED)
         self.create_subscription(String, f"{self.policy_runner}/state", self._on_policy_state, LATCHED)
+        self.create_subscription(String, f"{self.wbc}/state", self._on_wbc_state, LATCHED)
+        self.wbc_state: str | None = None
         self.create_subscription(Twist, "/teleop/cmd_vel", self._on_teleop, 10)
         self.create_subscription(Twist, "/autonomy/cmd_vel", self._on_autonomy, 10)
         self.create_subscription(Joy, "/joy", self._on_joy, 10)
@@ -167,6 +176,8 @@ class ModeManagerNode(QuietNode):
             "policy_start": self.create_client(Trigger, f"{self.policy_runner}/start"),
             "policy_stop": self.create_client(Trigger, f"{self.policy_runner}/stop"),
             "policy_reset": self.create_client(Trigger, f"{self.policy_runner}/reset"),
+            "wbc_start": self.create_client(Trigger, f"{self.wbc}/start"),
+            "wbc_stop": self.create_client(Trigger, f"{self.wbc}/stop"),
         }
         self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
         from rclpy.clock import Clock, ClockType
@@ -264,7 +275,11 @@ class ModeManagerNode(QuietNode):
 
     def available(self) -> Available:
         """Controllers reachable now."""
-        return Available(policy=self.clients_["policy_start"].service_is_ready(), walking=False)
+        return Available(
+            policy=self.clients_["policy_start"].service_is_ready(),
+            walking=False,
+            wbc=self.clients_["wbc_start"].service_is_ready(),
+        )
 
     def _event(self, t: float, kind: str, **detail: Any) -> None:
         ev = self.record.event(t, kind, **detail)
@@ -278,6 +293,9 @@ class ModeManagerNode(QuietNode):
         log(f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})")
         if tr.new == Mode.DAMP:
             self._stop_motion(tr.t)
+            if self.machine.wbc_active and not self.machine.busy:  # the driver damped by itself
+                self.machine.wbc_active = False
+                self.executor.create_task(self._call, "wbc_stop")
 
     def _stop_motion(self, t: float) -> None:
         was = self.mux.autonomy
@@ -296,6 +314,7 @@ class ModeManagerNode(QuietNode):
             "autonomy": self.mux.autonomy,
             "driver_mode": self.machine.driver_mode,
             "policy_state": self.machine.policy_state,
+            "wbc_state": self.wbc_state,
             "t": round(self.now(), 6),
             "counts": {
                 "takeovers": self.record.counts["takeover"],
@@ -391,6 +410,12 @@ class ModeManagerNode(QuietNode):
         if msg.data == "fault":
             self._event(t, "fault", source="policy_runner", state=msg.data)
         self._transition(self.machine.on_policy_state(msg.data, t))
+        self._publish_state()
+
+    def _on_wbc_state(self, msg: String) -> None:
+        self.wbc_state = msg.data
+        if msg.data == "fault":
+            self._event(self.now(), "fault", source="wbc_controller", state=msg.data)
         self._publish_state()
 
     def _on_switch(self, msg: String) -> None:

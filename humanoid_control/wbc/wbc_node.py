@@ -7,9 +7,9 @@ Topics:
   ``<driver>/mode`` (latched);
 - publishes ``/joint_commands`` (sensor_msgs/JointState, all joints: position = q*, velocity = dq* integrated
   from the QP accelerations over one tick, effort = tau_ff from the QP; stamped with the joint state it
-  answers), ``~/state`` (std_msgs/String, latched: ``wait``, ``run``, ``fault``), ``/diagnostics`` (1 Hz of
-  the driver clock: QP status, tick and solve times, iterations, failure and refusal counters) and, when
-  ``visualization_msgs`` is installed, ``/wbc/markers`` (visualization_msgs/MarkerArray in the ``odom``
+  answers), ``~/state`` (std_msgs/String, latched: ``idle``, ``wait``, ``run``, ``fault``), ``/diagnostics``
+  (1 Hz of the driver clock: QP status, tick and solve times, iterations, failure and refusal counters) and,
+  when ``visualization_msgs`` is installed, ``/wbc/markers`` (visualization_msgs/MarkerArray in the ``odom``
   frame at ``marker_rate_hz``: CoM, capture point, its reference, CoP, CMP, support polygon, sole contact
   forces).
 
@@ -21,7 +21,11 @@ Gains: at start-up the node sets the driver's ``gain_profile`` parameter to its 
 of the robot configuration by default: the QP's feed-forward torques do the work, the PD terms only correct
 within a tick) through ``<driver>/set_parameters_atomically`` and sends nothing before the driver accepted it.
 
-Services (std_srvs/Trigger): ``~/reset`` (leave ``fault``). States and the failure policy:
+Services (std_srvs/Trigger): ``~/reset`` (leave ``fault``); ``~/start`` and ``~/stop`` for a node launched
+with ``autostart: false`` (under the mode manager): idle, it solves nothing and only acknowledges the
+lockstep ticks; ``~/start`` sets the driver's gains again (``gain_profile``, and ``command_kp`` /
+``command_kd`` cleared, which another controller may have set) and commands once the driver took them;
+``~/stop`` stops commanding and asks ``<driver>/hold``. States and the failure policy:
 :mod:`humanoid_control.wbc.runner`; on ``fault`` the node calls ``<driver>/estop``.
 """
 
@@ -91,6 +95,14 @@ class WbcNode(QuietNode):
             dcm_gain=declare(self, "dcm_gain", BalanceSettings.dcm_gain, "DCM gain k/omega", 0.0, 20.0),
             hip_strategy=declare(self, "hip_strategy", True, "angular momentum (hip) strategy"),
         )
+        self.autostart = declare(
+            self,
+            "autostart",
+            True,
+            "command as soon as ready; false: idle (no QP, lockstep ticks acknowledged) until ~/start",
+            read_only=True,
+        )
+        self.active = self.autostart
         self.marker_period = 1.0 / max(
             1e-6,
             declare(self, "marker_rate_hz", 10.0, "MarkerArray rate (Hz, driver clock); 0 = off", 0.0, 500.0),
@@ -145,6 +157,9 @@ class WbcNode(QuietNode):
         self.create_subscription(Odometry, "/odom", self._on_odom, deep)
         self.create_subscription(JointState, "/joint_states", self._on_joint_states, deep)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_service(Trigger, "~/start", self._on_start)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.hold_client = self.create_client(Trigger, f"{self.driver}/hold")
         self.param_client = self.create_client(
             SetParametersAtomically, f"{self.driver}/set_parameters_atomically"
         )
@@ -185,6 +200,11 @@ class WbcNode(QuietNode):
         req.parameters = [
             Parameter("gain_profile", Parameter.Type.STRING, self.gain_profile).to_parameter_msg()
         ]
+        if not self.autostart:  # switched by the mode manager: clear another controller's explicit gains
+            req.parameters += [
+                Parameter(name, Parameter.Type.DOUBLE_ARRAY, []).to_parameter_msg()
+                for name in ("command_kp", "command_kd")
+            ]
         self._gain_request = self.param_client.call_async(req)
         self._gain_request.add_done_callback(self._on_gains_set)
 
@@ -232,6 +252,10 @@ class WbcNode(QuietNode):
             self._answer(*pending)
 
     def _on_joint_states(self, msg: JointState) -> None:
+        if not self.active:  # idle: nothing to solve; the lockstep tick is acknowledged at once
+            self._pending = None
+            self.peer.ack(msg.header.stamp)
+            return
         arrays = self.joint_order(msg.name, msg.position, msg.velocity)
         if isinstance(arrays, str):
             self.runner.counters.states_refused += 1
@@ -309,6 +333,32 @@ class WbcNode(QuietNode):
             self._publish_markers(stamp)
 
     # ------------------------------------------------------------------ services
+    def _on_start(self, _req: Any, resp: Any) -> Any:
+        if self.active:
+            resp.success, resp.message = True, "already commanding"
+            return resp
+        self.runner.reset()
+        self.runner.gains_ready = False  # set the driver's gains again before the first command
+        self.active = True
+        self._publish_state()
+        resp.success, resp.message = True, "commanding once the driver took the gain profile"
+        self.get_logger().info("start: " + resp.message)
+        return resp
+
+    def _on_stop(self, _req: Any, resp: Any) -> Any:
+        if not self.active:
+            resp.success, resp.message = True, "not commanding"
+            return resp
+        self.active = False
+        self._pending = None
+        if self.driver_mode in ("hold", "active") and self.hold_client.service_is_ready():
+            self.hold_client.call_async(Trigger.Request())
+        self.runner.reset()
+        self._publish_state()
+        resp.success, resp.message = True, "stopped; the driver holds the default pose"
+        self.get_logger().info("stop: " + resp.message)
+        return resp
+
     def _on_reset(self, _req: Any, resp: Any) -> Any:
         self.runner.reset()
         self._publish_state()
@@ -317,7 +367,7 @@ class WbcNode(QuietNode):
 
     # ------------------------------------------------------------------ outputs
     def _publish_state(self) -> None:
-        state = self.runner.state.value
+        state = self.runner.state.value if self.active else "idle"
         if state != self._published_state:
             self._published_state = state
             self.pub_state.publish(String(data=state))
