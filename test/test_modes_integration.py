@@ -483,3 +483,55 @@ def test_humanoid_teleop_in_a_terminal_moves_the_robot_and_latches_the_estop(tmp
         subprocess.run([*tmux, "kill-server"], capture_output=True)
         graph.stop()
         op.close()
+
+
+def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_path: Path) -> None:
+    """mode_stand:=wbc: stand starts the idle WBC, run_policy stops it (the driver ramps to its hold) and
+    starts the policy, stand stops the policy and starts the WBC again; every switch within the bound."""
+    graph = launch(tmp_path, controller="none", mode_stand="wbc")
+    op = Operator()
+    try:
+        op.ready(graph, peers=("policy_runner", "state_estimator", "wbc_controller"), hold_at=2.4)
+        op.probe.run_until(2.4)
+        op.wait_state("mode hold", lambda s: s["mode"] == "hold" and s["wbc_state"] == "idle")
+        ok, msg = op.call("stand")
+        assert ok and "WBC" in msg, msg
+        op.probe.run_until(4.0)
+        st = op.wait_state("WBC standing", lambda s: s["mode"] == "stand" and s["wbc_state"] == "run")
+        assert op.driver_mode() == "active", st
+        ok, msg = op.call("run_policy")
+        assert ok, msg
+        op.probe.run_until(7.5)  # the WBC hands back (2 s ramp to the driver's hold), then the policy runs
+        st = op.wait_state(
+            "policy running", lambda s: s["policy_state"] == "run" and s["wbc_state"] == "idle"
+        )
+        assert op.driver_mode() == "active" and st["mode"] == "run_policy", st
+        ok, msg = op.call("stand")
+        assert ok, msg
+        op.probe.run_until(11.0)
+        st = op.wait_state("WBC standing again", lambda s: s["wbc_state"] == "run" and s["mode"] == "stand")
+        assert op.driver_mode() == "active", st
+        p, q = op.truth_at(11.0)
+        assert p[2] > 0.7 and tilt_deg(q) < 10.0, (p, q)
+        op.probe.release()
+        end = time.monotonic() + 20
+        while len(op.switches) < 5 and time.monotonic() < end:
+            time.sleep(0.05)
+        switches = list(op.switches)
+    finally:
+        op.probe.release()
+        graph.stop()
+        op.close()
+    pairs = [(s["from"], s["to"]) for s in switches]
+    # WBC takes over, hands back; the policy takes over, hands back; the WBC takes over
+    assert pairs[:5] == [("hold", "active"), ("active", "ramp")] * 2 + [("hold", "active")], pairs
+    figures = []
+    for s in switches[:5]:
+        measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
+        figures.append(
+            f"{s['from']} -> {s['to']} at {s['t']:.3f} s: unblended {s['unblended_step']:.3f} "
+            f"({s['unblended_joint']}), {s['blend_ticks']} ticks, largest step {s['max_step']:.3f} "
+            f"({s['max_step_joint']}), measured {measured:.3f} ({joint})"
+        )
+        assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
+    print("\n".join(figures))
