@@ -151,6 +151,8 @@ class ModeManagerNode(QuietNode):
         self._last_event: dict[str, Any] = {}
         self._joy_buttons: list[int] | None = None
         self._state_t = -1.0
+        self._epoch = 0  # mode changes so far (a request that waited sees whether another one came between)
+        self._busy = 0  # requests being carried out
         self._driver_step_set = False
         self._step_request: Any = None
         self.switch_violations = 0
@@ -288,6 +290,7 @@ class ModeManagerNode(QuietNode):
     def _transition(self, tr: Transition | None) -> None:
         if tr is None:
             return
+        self._epoch += 1
         self._event(tr.t, "mode", old=tr.old.value, new=tr.new.value, reason=tr.reason)
         log = self.get_logger().error if tr.new == Mode.DAMP else self.get_logger().info
         log(f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})")
@@ -359,17 +362,25 @@ class ModeManagerNode(QuietNode):
         if request == Request.ESTOP:
             self._event(t, "estop", origin=origin)
             self.get_logger().error(f"E-STOP ({origin})")
+        epoch = self._epoch
+        self._busy += 1
         self.machine.busy = True
         try:
             for action in decision.actions:
                 ok, message = await self._call(action)
-                if not ok:
+                if not ok and action == "wbc_stop" and request in (Request.ESTOP, Request.DAMP):
+                    self.get_logger().error(f"{name}: the WBC did not stop: {message}")  # the driver damps
+                elif not ok:
                     return self._refuse(self.now(), name, f"{name}: {message}", origin)
                 if action == "driver_reset":
                     self.machine.driver_mode = "ramp"
         finally:
-            self.machine.busy = False
+            self._busy -= 1
+            self.machine.busy = self._busy > 0
         t = self.now()
+        if self._epoch != epoch and request not in (Request.ESTOP, Request.DAMP):
+            # another request (an e-stop) changed the mode while this one waited for its controllers
+            return self._refuse(t, name, f"{name}: superseded (mode {self.machine.mode.value})", origin)
         self._transition(self.machine.commit(decision, t))
         if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF):
             on = request == Request.AUTONOMY_ON
