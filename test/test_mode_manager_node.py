@@ -25,7 +25,11 @@ def harness() -> Iterator[dict[str, Any]]:
     from humanoid_control.modes.mode_manager_node import ModeManagerNode
 
     rclpy.init()
-    node = ModeManagerNode()
+    try:
+        node = ModeManagerNode()
+    except BaseException:
+        rclpy.shutdown()
+        raise
     helper = rclpy.create_node("mode_manager_test_helper")
     latched = QoSProfile(
         depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL

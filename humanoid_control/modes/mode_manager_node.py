@@ -340,17 +340,17 @@ class ModeManagerNode(QuietNode):
     # ------------------------------------------------------------------ requests
     def _trigger_handler(self, request: Request) -> Any:
         async def handle(_req: Any, resp: Any) -> Any:
-            resp.success, resp.message = await self.handle(request, "service")
+            resp.success, resp.message = await self.perform(request, "service")
             return resp
 
         return handle
 
     async def _on_set_autonomy(self, req: Any, resp: Any) -> Any:
         request = Request.AUTONOMY_ON if req.data else Request.AUTONOMY_OFF
-        resp.success, resp.message = await self.handle(request, "service")
+        resp.success, resp.message = await self.perform(request, "service")
         return resp
 
-    async def handle(self, request: Request, origin: str) -> tuple[bool, str]:
+    async def perform(self, request: Request, origin: str) -> tuple[bool, str]:
         """Carry out one operator request; (success, message)."""
         t = self.now()
         decision = self.machine.decide(request, self.available())
@@ -479,7 +479,7 @@ class ModeManagerNode(QuietNode):
             self._takeover(t, "/joy")
         for name in command.pressed:
             request = Request(name)
-            self.executor.create_task(self.handle, request, "joy")
+            self.executor.create_task(self.perform, request, "joy")
 
     def _takeover(self, t: float, by: str) -> None:
         self._event(t, "takeover", by=by)
@@ -511,7 +511,7 @@ class ModeManagerNode(QuietNode):
         ):
             self.initial_mode = None
             request = Request.STAND if initial == Mode.STAND else Request.RUN_POLICY
-            self.executor.create_task(self.handle, request, "initial_mode")
+            self.executor.create_task(self.perform, request, "initial_mode")
 
     # ------------------------------------------------------------------ record
     def report(self) -> str:
