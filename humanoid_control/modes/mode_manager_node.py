@@ -27,7 +27,9 @@ steps from ``{driver}/switch``. If this node dies, ``/cmd_vel`` stops: a policy 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,60 @@ LATCHED = QoSProfile(
 )
 
 
+class ServiceCaller:
+    """Blocking ``std_srvs/Trigger`` calls from a node's callbacks.
+
+    The clients live on a node of their own, spun by its own executor thread, so a callback of the calling
+    node can wait for a response (with a timeout) without waiting on its own executor. (Awaiting a client's
+    future in an ``async`` service callback never resumed under rclpy 9.1's SingleThreadedExecutor.)
+    """
+
+    def __init__(self, context: Any, name: str, services: dict[str, str]) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+
+        self.node = Node(name, context=context)
+        self.clients = {key: self.node.create_client(Trigger, srv) for key, srv in services.items()}
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        with contextlib.suppress(Exception):  # the context shuts down
+            self.executor.spin()
+
+    def ready(self, key: str) -> bool:
+        """The service is discovered."""
+        return bool(self.clients[key].service_is_ready())
+
+    def call(self, key: str, timeout: float) -> tuple[bool, str]:
+        """(success, message) of the service, or (False, why) when it is not there or did not answer."""
+        client = self.clients[key]
+        if not client.service_is_ready():
+            return False, f"{client.srv_name} is not available"
+        done = threading.Event()
+        future = client.call_async(Trigger.Request())
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout) and not future.done():
+            return False, f"{client.srv_name} did not answer within {timeout:g} s"
+        result = future.result()
+        if result is None:
+            return False, f"{client.srv_name} did not answer"
+        return bool(result.success), str(result.message)
+
+    def call_async(self, key: str) -> None:
+        """Call without waiting for the answer (when the service is there)."""
+        client = self.clients[key]
+        if client.service_is_ready():
+            client.call_async(Trigger.Request())
+
+    def close(self) -> None:
+        """Stop the thread's executor and destroy the node."""
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+
+
 class ModeManagerNode(QuietNode):
     """ROS 2 adapter of :class:`ModeMachine`, :class:`CommandMux` and :class:`OperationRecord`."""
 
@@ -129,6 +185,14 @@ class ModeManagerNode(QuietNode):
             0.01,
             1.0,
         )
+        self.call_timeout = declare(
+            self,
+            "call_timeout_s",
+            5.0,
+            "wall time a request waits for each controller's service to answer (s)",
+            0.1,
+            60.0,
+        )
         self.record_path = declare(
             self,
             "record_path",
@@ -151,8 +215,6 @@ class ModeManagerNode(QuietNode):
         self._last_event: dict[str, Any] = {}
         self._joy_buttons: list[int] | None = None
         self._state_t = -1.0
-        self._epoch = 0  # mode changes so far (a request that waited sees whether another one came between)
-        self._busy = 0  # requests being carried out
         self._driver_step_set = False
         self._step_request: Any = None
         self.switch_violations = 0
@@ -172,15 +234,19 @@ class ModeManagerNode(QuietNode):
             self.create_service(Trigger, f"~/{name}", self._trigger_handler(Request(name)))
         self.create_service(SetBool, "~/set_autonomy", self._on_set_autonomy)
         self.create_service(Trigger, "~/report", self._on_report)
-        self.clients_: dict[str, Any] = {
-            "driver_estop": self.create_client(Trigger, f"{self.driver}/estop"),
-            "driver_reset": self.create_client(Trigger, f"{self.driver}/reset"),
-            "policy_start": self.create_client(Trigger, f"{self.policy_runner}/start"),
-            "policy_stop": self.create_client(Trigger, f"{self.policy_runner}/stop"),
-            "policy_reset": self.create_client(Trigger, f"{self.policy_runner}/reset"),
-            "wbc_start": self.create_client(Trigger, f"{self.wbc}/start"),
-            "wbc_stop": self.create_client(Trigger, f"{self.wbc}/stop"),
-        }
+        self.caller = ServiceCaller(
+            self.context,
+            f"{self.get_name()}_calls",
+            {
+                "driver_estop": f"{self.driver}/estop",
+                "driver_reset": f"{self.driver}/reset",
+                "policy_start": f"{self.policy_runner}/start",
+                "policy_stop": f"{self.policy_runner}/stop",
+                "policy_reset": f"{self.policy_runner}/reset",
+                "wbc_start": f"{self.wbc}/start",
+                "wbc_stop": f"{self.wbc}/stop",
+            },
+        )
         self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
         from rclpy.clock import Clock, ClockType
 
@@ -278,9 +344,9 @@ class ModeManagerNode(QuietNode):
     def available(self) -> Available:
         """Controllers reachable now."""
         return Available(
-            policy=self.clients_["policy_start"].service_is_ready(),
+            policy=self.caller.ready("policy_start"),
             walking=False,
-            wbc=self.clients_["wbc_start"].service_is_ready(),
+            wbc=self.caller.ready("wbc_start"),
         )
 
     def _event(self, t: float, kind: str, **detail: Any) -> None:
@@ -290,7 +356,6 @@ class ModeManagerNode(QuietNode):
     def _transition(self, tr: Transition | None) -> None:
         if tr is None:
             return
-        self._epoch += 1
         self._event(tr.t, "mode", old=tr.old.value, new=tr.new.value, reason=tr.reason)
         log = self.get_logger().error if tr.new == Mode.DAMP else self.get_logger().info
         log(f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})")
@@ -298,7 +363,7 @@ class ModeManagerNode(QuietNode):
             self._stop_motion(tr.t)
             if self.machine.wbc_active and not self.machine.busy:  # the driver damped by itself
                 self.machine.wbc_active = False
-                self.executor.create_task(self._call, "wbc_stop")
+                self.caller.call_async("wbc_stop")
 
     def _stop_motion(self, t: float) -> None:
         was = self.mux.autonomy
@@ -339,19 +404,20 @@ class ModeManagerNode(QuietNode):
 
     # ------------------------------------------------------------------ requests
     def _trigger_handler(self, request: Request) -> Any:
-        async def handle(_req: Any, resp: Any) -> Any:
-            resp.success, resp.message = await self.perform(request, "service")
+        def handle(_req: Any, resp: Any) -> Any:
+            resp.success, resp.message = self.perform(request, "service")
             return resp
 
         return handle
 
-    async def _on_set_autonomy(self, req: Any, resp: Any) -> Any:
+    def _on_set_autonomy(self, req: Any, resp: Any) -> Any:
         request = Request.AUTONOMY_ON if req.data else Request.AUTONOMY_OFF
-        resp.success, resp.message = await self.perform(request, "service")
+        resp.success, resp.message = self.perform(request, "service")
         return resp
 
-    async def perform(self, request: Request, origin: str) -> tuple[bool, str]:
-        """Carry out one operator request; (success, message)."""
+    def perform(self, request: Request, origin: str) -> tuple[bool, str]:
+        """Carry out one operator request; (success, message). Blocks this node's executor while the
+        controllers answer (requests are carried out one at a time, in order)."""
         t = self.now()
         decision = self.machine.decide(request, self.available())
         name = request.value if request != Request.AUTONOMY_OFF else "set_autonomy"
@@ -362,12 +428,10 @@ class ModeManagerNode(QuietNode):
         if request == Request.ESTOP:
             self._event(t, "estop", origin=origin)
             self.get_logger().error(f"E-STOP ({origin})")
-        epoch = self._epoch
-        self._busy += 1
         self.machine.busy = True
         try:
             for action in decision.actions:
-                ok, message = await self._call(action)
+                ok, message = self.caller.call(action, self.call_timeout)
                 if not ok and action == "wbc_stop" and request in (Request.ESTOP, Request.DAMP):
                     self.get_logger().error(f"{name}: the WBC did not stop: {message}")  # the driver damps
                 elif not ok:
@@ -375,12 +439,8 @@ class ModeManagerNode(QuietNode):
                 if action == "driver_reset":
                     self.machine.driver_mode = "ramp"
         finally:
-            self._busy -= 1
-            self.machine.busy = self._busy > 0
+            self.machine.busy = False
         t = self.now()
-        if self._epoch != epoch and request not in (Request.ESTOP, Request.DAMP):
-            # another request (an e-stop) changed the mode while this one waited for its controllers
-            return self._refuse(t, name, f"{name}: superseded (mode {self.machine.mode.value})", origin)
         self._transition(self.machine.commit(decision, t))
         if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF):
             on = request == Request.AUTONOMY_ON
@@ -397,15 +457,6 @@ class ModeManagerNode(QuietNode):
         self.get_logger().warning(f"refused {name} ({origin}): {reason}")
         self._publish_state()
         return False, reason
-
-    async def _call(self, action: str) -> tuple[bool, str]:
-        client = self.clients_[action]
-        if not client.service_is_ready():
-            return False, f"{client.srv_name} is not available"
-        result = await client.call_async(Trigger.Request())
-        if result is None:
-            return False, f"{client.srv_name} did not answer"
-        return bool(result.success), str(result.message)
 
     # ------------------------------------------------------------------ inputs
     def _on_driver_mode(self, msg: String) -> None:
@@ -479,7 +530,7 @@ class ModeManagerNode(QuietNode):
             self._takeover(t, "/joy")
         for name in command.pressed:
             request = Request(name)
-            self.executor.create_task(self.perform, request, "joy")
+            self.perform(request, "joy")
 
     def _takeover(self, t: float, by: str) -> None:
         self._event(t, "takeover", by=by)
@@ -511,7 +562,7 @@ class ModeManagerNode(QuietNode):
         ):
             self.initial_mode = None
             request = Request.STAND if initial == Mode.STAND else Request.RUN_POLICY
-            self.executor.create_task(self.perform, request, "initial_mode")
+            self.perform(request, "initial_mode")
 
     # ------------------------------------------------------------------ record
     def report(self) -> str:
@@ -530,6 +581,8 @@ class ModeManagerNode(QuietNode):
 
     def close(self) -> None:
         """At shutdown: the record's summary in the log, and the file when ``record_path`` is set."""
+        with contextlib.suppress(Exception):
+            self.caller.close()
         try:
             text = self.report()
         except Exception as exc:  # shutting down: never hide the exit
