@@ -357,8 +357,12 @@ class ModeManagerNode(QuietNode):
         if tr is None:
             return
         self._event(tr.t, "mode", old=tr.old.value, new=tr.new.value, reason=tr.reason)
-        log = self.get_logger().error if tr.new == Mode.DAMP else self.get_logger().info
-        log(f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})")
+        text = f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})"
+        # (one call site per severity: rclpy refuses a call site whose severity changes)
+        if tr.new == Mode.DAMP:
+            self.get_logger().error(text)
+        else:
+            self.get_logger().info(text)
         if tr.new == Mode.DAMP:
             self._stop_motion(tr.t)
             if self.machine.wbc_active and not self.machine.busy:  # the driver damped by itself
@@ -493,12 +497,15 @@ class ModeManagerNode(QuietNode):
         self.switch_violations += 0 if within else 1
         t = data.pop("t", None)
         self._event(float(t) if isinstance(t, int | float) else self.now(), "switch", **data)
-        log = self.get_logger().info if within else self.get_logger().error
-        log(
+        text = (
             f"switch {data.get('from')} -> {data.get('to')}: largest torque step {data.get('max_step')} of "
             f"the effort limit ({data.get('max_step_joint')}), at the switch {data.get('step_at_switch')}; "
             f"bound {self.max_torque_step:g}{'' if within else ' EXCEEDED'}"
         )
+        if within:
+            self.get_logger().info(text)
+        else:
+            self.get_logger().error(text)
         self._publish_state()
 
     def _on_teleop(self, msg: Twist) -> None:
