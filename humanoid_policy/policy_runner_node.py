@@ -94,8 +94,17 @@ class PolicyRunnerNode(QuietNode):
                 "command_timeout_action",
                 "zero",
                 "zero: a /cmd_vel older than command_timeout_s counts as zero; hold: once one came, such a "
-                "silence stops the policy and the driver holds the default pose (under the mode manager)",
+                "silence (after hold_after_s, walking on a zero command meanwhile) stops the policy and the "
+                "driver holds the default pose (under the mode manager)",
                 read_only=True,
+            ),
+            hold_after_s=declare(
+                self,
+                "hold_after_s",
+                3.0,
+                "command_timeout_action hold: /cmd_vel silence (s, robot time) after which the policy stops",
+                0.0,
+                60.0,
             ),
         )
         if settings.command_timeout_action not in ("zero", "hold"):

@@ -50,9 +50,12 @@ class RunnerSettings:
         command_timeout_s: a velocity command older than this (robot time) is replaced by zero - the robot
             stops walking when its operator goes silent (s; 0 disables).
         command_timeout_action: ``zero`` (walk on with a zero velocity command) or ``hold``: once a command
-            has been received since the last start, a silence longer than ``command_timeout_s`` stops the
-            policy and the driver holds the default pose (``hold_requested``). Under the mode manager, which
-            publishes ``/cmd_vel`` all the time, silence means the mode manager is gone.
+            has been received since the last start, a silence longer than ``hold_after_s`` (the policy has
+            stood still on a zero command since ``command_timeout_s``) stops the policy and the driver holds
+            the default pose (``hold_requested``). Under the mode manager, which publishes ``/cmd_vel`` all
+            the time, silence means the mode manager is gone. (Handing a walking robot straight to the
+            driver's stiff hold tipped it over in the first test of this: it stops walking first.)
+        hold_after_s: see ``command_timeout_action`` (s, robot time; at least ``command_timeout_s``).
     """
 
     ramp_s: float = 1.0
@@ -60,6 +63,7 @@ class RunnerSettings:
     max_imu_age_s: float = 0.05
     command_timeout_s: float = 1.0
     command_timeout_action: str = "zero"
+    hold_after_s: float = 3.0
 
 
 @dataclass
@@ -210,10 +214,15 @@ class PolicyRunner:
         )
         command = self.command
         if s.command_timeout_s > 0 and t - self.command_t > s.command_timeout_s:
-            if s.command_timeout_action == "hold" and np.isfinite(self.command_t):
+            silence = t - self.command_t
+            if (
+                s.command_timeout_action == "hold"
+                and np.isfinite(self.command_t)
+                and silence > max(s.hold_after_s, s.command_timeout_s)
+            ):
                 self._set(
                     RunnerState.HOLD,
-                    f"no /cmd_vel for {t - self.command_t:.2f} s: policy stopped, the driver holds",
+                    f"no /cmd_vel for {silence:.2f} s: policy stopped, the driver holds",
                     t,
                 )
                 self.target = None

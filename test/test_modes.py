@@ -267,3 +267,12 @@ def test_stand_uses_the_wbc_where_reachable_and_switches_stop_it_first() -> None
     assert m.decide(Request.ESTOP, both).actions == ("driver_estop", "wbc_stop")
     m.commit(m.decide(Request.ESTOP, both), 5.0)
     assert not m.wbc_active
+
+
+def test_leaving_a_walking_policy_is_refused_until_it_stands_still() -> None:
+    m = booted()
+    m.commit(m.decide(Request.RUN_POLICY, POLICY), 3.0)
+    d = m.decide(Request.STAND, POLICY, moving=True)
+    assert not d.allowed and d.reason == "stand: the robot is walking; command zero velocity first"
+    assert m.decide(Request.STAND, POLICY, moving=False).allowed
+    assert m.decide(Request.ESTOP, POLICY, moving=True).allowed

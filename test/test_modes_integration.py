@@ -383,13 +383,14 @@ def test_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
         assert walked > 0.2 and op.driver_mode() == "active", walked
         assert op.state()["source"] == "teleop"
         os.kill(_descendant(graph.process.pid, "mode_manager_node"), signal.SIGKILL)
-        op.probe.run_until(9.6)  # 1 s of /cmd_vel silence, then the driver's 2 s ramp to its hold
+        # 1 s of /cmd_vel silence, then 2 s of zero velocity (the policy stops walking), the 2 s ramp
+        op.probe.run_until(11.6)
         with op.lock:
             runner_states = list(op.runner_states)
         with op.probe.lock:
             modes = list(op.probe.data.modes)
         assert runner_states[-1] == "hold" and modes[-2:] == ["ramp", "hold"], (runner_states, modes)
-        p, q = op.truth_at(9.6)
+        p, q = op.truth_at(11.6)
         assert p[2] > 0.65 and tilt_deg(q) < 15.0, (p, q)
         end = time.monotonic() + 20
         while not any(s["to"] == "ramp" for s in op.switches) and time.monotonic() < end:

@@ -171,7 +171,9 @@ def test_stale_velocity_command_counts_as_zero() -> None:
 
 def test_command_silence_under_the_mode_manager_hands_back_to_the_driver() -> None:
     """command_timeout_action=hold: a /cmd_vel stream that stops (the mode manager died) stops the policy."""
-    runner = make_runner(command_timeout_s=0.5, command_timeout_action="hold", autostart=False)
+    runner = make_runner(
+        command_timeout_s=0.5, command_timeout_action="hold", hold_after_s=0.8, autostart=False
+    )
     q = ROBOT.array("default")
     runner.set_imu(ImuSample(0.0, UPRIGHT, np.zeros(3)))
     runner.update(0.0, q, np.zeros(N), "hold")
@@ -183,9 +185,14 @@ def test_command_silence_under_the_mode_manager_hands_back_to_the_driver() -> No
         runner.update(t, q, np.zeros(N), "hold" if k == 0 else "active")
     assert runner.state == RunnerState.RUN and not runner.hold_requested
     runner.set_command(np.array([0.3, 0.0, 0.0]), 1.0)
+    seen = []
     for k in range(500, 1000, 10):
         t = 0.002 * k
         runner.set_imu(ImuSample(t, UPRIGHT, np.zeros(3)))
-        runner.update(t, q, np.zeros(N), "active")
+        out = runner.update(t, q, np.zeros(N), "active")
+        if out.policy_step is not None:
+            seen.append((t, out.policy_step.command[0]))
+    # a zero command from 0.5 s of silence on (the policy stops walking), the hand-back after 0.8 s
+    assert all(c == 0.0 for t, c in seen if t > 1.5 + 1e-9) and any(t > 1.5 for t, _ in seen)
     assert runner.state == RunnerState.HOLD and runner.hold_requested
-    assert "no /cmd_vel for 0.5" in runner.reason
+    assert "no /cmd_vel for 0.8" in runner.reason

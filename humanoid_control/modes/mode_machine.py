@@ -112,8 +112,11 @@ class ModeMachine:
     history: list[Transition] = field(default_factory=list)
 
     # ------------------------------------------------------------------ requests
-    def decide(self, request: Request, available: Available) -> Decision:
-        """The decision for ``request`` in the current mode (pure: nothing changes until :meth:`commit`)."""
+    def decide(self, request: Request, available: Available, moving: bool = False) -> Decision:
+        """The decision for ``request`` in the current mode (pure: nothing changes until :meth:`commit`).
+
+        ``moving``: a non-zero velocity was commanded lately; leaving ``run_policy`` for ``stand`` is then
+        refused (a walking robot handed to a standing controller mid-step tips over: stop it first)."""
         name = "set_autonomy" if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF) else request.value
         mode = self.mode
         wbc_stop = ("wbc_stop",) if self.wbc_active else ()
@@ -153,6 +156,8 @@ class ModeMachine:
         ]
         if mode == target:
             return Decision(True, f"{name}: already in {mode.value}")
+        if mode == Mode.RUN_POLICY and moving:
+            return Decision(False, f"{name}: the robot is walking; command zero velocity first")
         stop = ("policy_stop",) if mode == Mode.RUN_POLICY else wbc_stop
         start = ("policy_start",) if target == Mode.RUN_POLICY else ()
         if target == Mode.STAND and available.wbc:

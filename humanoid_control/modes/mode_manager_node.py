@@ -185,6 +185,14 @@ class ModeManagerNode(QuietNode):
             0.01,
             1.0,
         )
+        self.stand_settle_s = declare(
+            self,
+            "stand_settle_s",
+            1.0,
+            "leaving run_policy is refused until the published velocity has been zero this long (s)",
+            0.0,
+            10.0,
+        )
         self.call_timeout = declare(
             self,
             "call_timeout_s",
@@ -215,6 +223,7 @@ class ModeManagerNode(QuietNode):
         self._last_event: dict[str, Any] = {}
         self._joy_buttons: list[int] | None = None
         self._state_t = -1.0
+        self._moving_t = -1e9  # last time (s) a non-zero velocity was published
         self._driver_step_set = False
         self._step_request: Any = None
         self.switch_violations = 0
@@ -297,6 +306,8 @@ class ModeManagerNode(QuietNode):
             if p.name == "max_torque_step":
                 self.max_torque_step = float(p.value)
                 self._driver_step_set = False  # pushed to the driver again
+            elif p.name == "stand_settle_s":
+                self.stand_settle_s = float(p.value)
             elif p.name == "record_path":
                 self.record_path = str(p.value)
         return SetParametersResult(successful=True)
@@ -423,7 +434,8 @@ class ModeManagerNode(QuietNode):
         """Carry out one operator request; (success, message). Blocks this node's executor while the
         controllers answer (requests are carried out one at a time, in order)."""
         t = self.now()
-        decision = self.machine.decide(request, self.available())
+        moving = t - self._moving_t < self.stand_settle_s
+        decision = self.machine.decide(request, self.available(), moving)
         name = request.value if request != Request.AUTONOMY_OFF else "set_autonomy"
         if not decision.allowed:
             return self._refuse(t, name, decision.reason, origin)
@@ -548,6 +560,8 @@ class ModeManagerNode(QuietNode):
     def _tick(self) -> None:
         t = self.now()
         out = self.mux.update(t)
+        if out.velocity != (0.0, 0.0, 0.0):
+            self._moving_t = t
         msg = Twist()
         msg.linear.x, msg.linear.y, msg.angular.z = out.velocity
         self.pub_cmd.publish(msg)
