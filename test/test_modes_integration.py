@@ -324,10 +324,8 @@ def test_operating_sequence_through_the_graph(tmp_path: Path) -> None:
     figures.append(f"record: shares {shares}, counts {counts}")
     print("\n".join(figures))
     saved = json.loads((tmp_path / "record.json").read_text())  # ~/report wrote it; the shutdown again
-    assert saved["counts"]["estops"] == 1 and saved["end_t"] > record["end_t"], (
-        saved["end_t"],
-        record["end_t"],
-    )
+    assert saved["counts"]["estops"] == 1 and saved["end_t"] >= record["end_t"]
+    assert "operation record: " in graph.log()  # the summary logged at shutdown
 
 
 def _descendant(pid: int, needle: str) -> int:
