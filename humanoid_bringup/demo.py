@@ -38,7 +38,12 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot: str) -> dict[str, Any]:
     """Bring the robot up, hold it standing for ``hold_s`` seconds after the boot ramp, and report."""
-    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import (
+        GraphProbe,
+        LaunchedGraph,
+        close_graph,
+        isolated_ros_env,
+    )
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
@@ -73,8 +78,7 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
         probe.wait_for(lambda d: bool(d.truth_t) and d.truth_t[-1] >= total - 0.01, timeout=5.0)
     finally:
         wall = time.monotonic() - wall0
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     d = probe.data
     if not d.truth_t:
         raise RuntimeError("no /sim/ground_truth received; see " + str(out / "logs" / "launch.log"))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
@@ -73,8 +73,7 @@ def test_holds_default_pose_10s_and_serves_description_late(graph_log: Path) -> 
         assert graph.wait(120) == 0, _fail(graph, "graph did not finish cleanly")
         probe.wait_for(lambda d: d.truth_t[-1] >= 12.5, 5)
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     t, z = probe.base_heights()
     hold = t >= 2.5
     assert t[0] == 0.0, f"first sample at {t[0]} s: the driver did not wait for the probe"
@@ -97,8 +96,7 @@ def _active_graph(graph_log: Path, controller: HoldController) -> tuple[GraphPro
     graph = LaunchedGraph({"clock": "lockstep"}, graph_log).start()
     ok = probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", 90)
     if not ok:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
         pytest.fail(_fail(graph, f"driver never became active (modes {probe.data.modes})"))
     return probe, graph
 
@@ -132,8 +130,7 @@ def test_bad_commands_are_refused_and_robot_stays_up(graph_log: Path) -> None:
         after = t >= t_start
         assert np.abs(z[after] - NOMINAL).max() <= 0.02
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
 
 
 def test_watchdog_enters_damping_within_configured_ticks(graph_log: Path) -> None:
@@ -164,8 +161,7 @@ def test_watchdog_enters_damping_within_configured_ticks(graph_log: Path) -> Non
         assert probe.last_diagnostics()["mode"] == "damping"
         assert probe.data.modes[-1] == "damping"
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
 
 
 def test_estop_latches_until_reset(graph_log: Path) -> None:
@@ -202,5 +198,4 @@ def test_estop_latches_until_reset(graph_log: Path) -> None:
             10,
         )
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)

@@ -502,7 +502,7 @@ def test_io_descriptor_policy_runs_through_the_launch_file(tmp_path: Path) -> No
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
 
     # the robot's own standing pose and stand gains in Isaac Lab's order: the runner starts from the hold
     joints = list(ISAACLAB_G1_JOINTS)
@@ -537,8 +537,7 @@ def test_io_descriptor_policy_runs_through_the_launch_file(tmp_path: Path) -> No
         graph.start()
         assert probe.wait_for(lambda d: "active" in d.modes and len(commands) > 50, timeout=30.0), graph.log()
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     assert "run" in states, graph.log()
     last = commands[-1]
     got = dict(zip(last.name, last.position, strict=True))

@@ -856,3 +856,19 @@ def test_module_exports() -> None:
     ):
         for name in names:
             assert name in module.__all__
+
+
+def test_ros_domains_claimed_here_are_never_shared_between_processes(tmp_path: Path) -> None:
+    """Two processes that isolate their graphs with isolated_ros_env never get the same domain id."""
+    import ast
+
+    from humanoid_bringup.evaluation.graph_probe import claim_ros_domain
+
+    mine = claim_ros_domain()
+    code = (
+        "from humanoid_bringup.evaluation.graph_probe import isolated_ros_env\n"
+        f"print(sorted({{int(isolated_ros_env({str(tmp_path)!r})['ROS_DOMAIN_ID']) for _ in range(300)}}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    theirs = ast.literal_eval(out)
+    assert mine not in theirs and len(theirs) > 50  # every id but the ones held elsewhere, never ours

@@ -12,7 +12,7 @@ import pytest
 from test_policy_runner import nan_manifest
 
 from humanoid_bringup.evaluation.evaluate import run_locomotion
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
 
 pytestmark = pytest.mark.slow
 
@@ -82,8 +82,7 @@ def test_nan_action_ends_in_damping_and_is_logged(tmp_path: Path) -> None:
         assert probe.wait_for(lambda d: bool(d.diagnostics) and d.diagnostics[-1]["mode"] == "damping", 30.0)
         diag = probe.last_diagnostics()
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     log = graph.log()
     assert "non-finite policy action" in log
     assert "E-STOP" in log  # the runner called the driver's e-stop

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
 from humanoid_control.ros.lockstep import tick_stream_qos
 
 pytestmark = pytest.mark.slow
@@ -96,8 +96,7 @@ def _policy_run(out: Path) -> tuple[GraphProbe, Recorder]:
         probe.start_graph(peers=("policy_runner", "state_estimator"), running=graph.running)
         probe.run_until(3.5)
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     assert t0, f"the policy never ran (runner states {runner}); see {out / 'graph.log'}"
     return probe, rec
 

@@ -54,7 +54,7 @@ from typing import Any
 
 
 def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict[str, str]:
-    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
 
     probe = GraphProbe(subscribe_description=False, name="bench_probe")
     graph = LaunchedGraph(
@@ -69,8 +69,7 @@ def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict
         probe.wait_for(lambda d: bool(d.diagnostics), 5.0)
         time.sleep(0.5)
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     diag = probe.last_diagnostics()
     if not diag:
         raise RuntimeError("no /diagnostics received from the driver")
@@ -139,7 +138,12 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import (
+        GraphProbe,
+        LaunchedGraph,
+        close_graph,
+        isolated_ros_env,
+    )
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
@@ -198,8 +202,7 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
         if graph.wait(seconds * 30 + 120) is None:
             raise RuntimeError(f"benchmark graph did not finish: {graph.log()[-2000:]}")
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     if len(latency) < 100:
         raise RuntimeError(f"too few command answers observed ({len(latency)}); see {log_dir}")
     lat = np.array([v for _, v in latency])

@@ -143,7 +143,12 @@ def run_graph(
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
 
-    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+    from humanoid_bringup.evaluation.graph_probe import (
+        GraphProbe,
+        LaunchedGraph,
+        close_graph,
+        isolated_ros_env,
+    )
     from humanoid_bringup.evaluation.script_source import ScriptSource
     from humanoid_control.ros.lockstep import tick_stream_qos
 
@@ -222,8 +227,7 @@ def run_graph(
             with probe.lock:
                 fell = bool(probe.data.truth_pos) and min(p[2] for p in probe.data.truth_pos) < 0.45
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
     if source.t0 is None:
         raise RuntimeError(f"the policy never started; see {out_dir / 'graph.log'}")
     with probe.lock:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
 from humanoid_bringup.evaluation.script_source import ScriptSource
 from humanoid_policy.inprocess import command_at
 
@@ -253,8 +253,7 @@ def run_locomotion(
         sim_wall = time.monotonic() - sim_wall0
         diag = probe.last_diagnostics()
     finally:
-        graph.stop()
-        probe.close()
+        close_graph(probe, graph)
 
     with probe.lock:
         data = probe.data

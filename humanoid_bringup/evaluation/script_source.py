@@ -31,8 +31,8 @@ GRID_S = 0.01  # the command's publication grid (s of simulated time)
 class ScriptSource:
     """Plays ``script`` ((segment, duration s, (vx m/s, vy m/s, wz rad/s)) rows) on ``/cmd_vel``.
 
-    ``setup`` goes into ``GraphProbe(setup=...)`` and ``on_tick`` into ``GraphProbe(on_tick=...)`` (or is
-    called from it with the tick's stamp); ``probe`` must be set before the graph starts.
+    ``setup`` goes into ``GraphProbe(setup=...)`` (or is called from the probe's own ``setup``) and
+    ``on_tick`` into ``GraphProbe(on_tick=...)``; ``probe`` must be set before the graph starts.
     """
 
     def __init__(self, script: Script, stamp_digits: int | None = None) -> None:

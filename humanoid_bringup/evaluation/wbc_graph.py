@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
 from humanoid_control.ros.lockstep import tick_stream_qos
 
 RESPAWN_SETTLE_S = 0.5  # driver ramp in place after a respawn; the estimator is reset in it (s)
@@ -200,8 +200,7 @@ class WbcGraph:
             )
 
     def stop(self) -> None:
-        self.graph.stop()
-        self.probe.close()
+        close_graph(self.probe, self.graph)
 
     def running(self) -> bool:
         return self.graph.running()
