@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
 from humanoid_control.model.robot_config import load_robot_config
 
 pytestmark = pytest.mark.slow
@@ -209,9 +209,13 @@ def launch(tmp_path: Path, **args: str) -> LaunchedGraph:
     return LaunchedGraph(arguments, tmp_path / "graph.log").start()
 
 
-def test_operating_sequence_through_the_graph(tmp_path: Path) -> None:
+def test_operating_sequence_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
     """boot -> hold -> stand -> run_policy with teleop walking forward -> set_autonomy true -> the autonomy
-    source drives -> teleop takeover -> estop -> reset -> stand."""
+    source drives -> teleop takeover -> estop -> reset -> stand (the operation record checked here); then
+    run_policy again: NaN and out-of-limit Twists refused or clipped and counted; a Joy with too few axes
+    refused with a clear message; walking with the joystick's deadman held; a request in the wrong state
+    refused with the reason; the mode manager killed -> the policy runner stops on the /cmd_vel silence and
+    the driver holds the robot standing (bumpless). One graph: a launch costs as much as the steps."""
     graph = launch(tmp_path, controller="none")
     op = Operator()
     figures: list[str] = []
@@ -286,16 +290,66 @@ def test_operating_sequence_through_the_graph(tmp_path: Path) -> None:
         ok, text = op.call("report")
         assert ok
         record = json.loads(text)
-        # let the driver publish the last switch (after its blend), then stop
+        saved = json.loads((tmp_path / "record.json").read_text())  # ~/report wrote it
+        assert saved["counts"] == record["counts"] and saved["end_t"] == record["end_t"]
+
+        # bad inputs in run_policy, a joystick walk, then the mode manager dies
+        base = op.state()["counts"]
+        ok, msg = op.call("run_policy")
+        assert ok, msg
+        op.probe.run_until(13.5)
+        op.wait_state("mode run_policy", lambda s: s["mode"] == "run_policy")
+        op.publish(op.pub_teleop, (math.nan, 0.0, 0.0))
+        op.publish(op.pub_teleop, (0.0, 0.0, 10.0))  # clipped to wz_max
+        op.publish(op.pub_teleop, (0.0, 0.0, 0.0))
+        op.pub_joy.publish(op.joy_type(axes=[0.0, 0.0], buttons=[0] * 8))
+        ok, msg = op.call("reset")
+        assert (ok, msg) == (False, "reset: the robot is not damping (mode run_policy); nothing to reset")
+        with op.lock:  # walk with the joystick: deadman (button 4) held, left stick 3/8 forward = 0.3 m/s
+            op.joy = ([0.0, 0.375, 0.0, 0.0], [0, 0, 0, 0, 1, 0, 0, 0])
+        op.probe.run_until(14.7)
+        st = op.wait_state(
+            "counted inputs",
+            lambda s: (
+                s["counts"]["inputs_refused"] >= base["inputs_refused"] + 2
+                and s["counts"]["inputs_clipped"] >= base["inputs_clipped"] + 1
+            ),
+        )
+        refused = st["counts"]["inputs_refused"] - base["inputs_refused"]
+        clipped = st["counts"]["inputs_clipped"] - base["inputs_clipped"]
+        assert (refused, clipped) == (2, 1), (base, st["counts"])
+        assert "joy: refused a message with 2 axes; the mapping needs 4" in graph.log()
+        op.probe.run_until(16.5)
+        (p0, q0), p1 = op.truth_at(14.7), op.truth_at(16.5)[0]
+        heading = yaw(q0)  # the robot turned under autonomy: forward is along its heading, not world x
+        walked = float(np.dot(p1[:2] - p0[:2], [math.cos(heading), math.sin(heading)]))
+        assert walked > 0.2 and op.driver_mode() == "active", walked
+        assert op.state()["source"] == "teleop"
+        figures.append(f"joystick walking 14.7-16.5 s: advanced along the heading {walked:.2f} m")
+        os.kill(_descendant(graph.process.pid, "mode_manager_node"), signal.SIGKILL)
+        # 1 s of /cmd_vel silence, then 2 s of zero velocity (the policy stops walking), the 2 s ramp
+        op.probe.run_until(22.1)
+        with op.lock:
+            runner_states = list(op.runner_states)
+        with op.probe.lock:
+            modes_seen = list(op.probe.data.modes)
+        assert runner_states[-1] == "hold" and modes_seen[-2:] == ["ramp", "hold"], (
+            runner_states,
+            modes_seen,
+        )
+        p, q = op.truth_at(22.1)
+        assert p[2] > 0.65 and tilt_deg(q) < 15.0, (p, q)
+        # let the driver publish the hand-back switch (after its blend), then stop
         op.probe.release()
         end = time.monotonic() + 20
-        while len(op.switches) < 2 and time.monotonic() < end:
+        while not any((s["from"], s["to"]) == ("active", "ramp") for s in op.switches):
+            assert time.monotonic() < end, op.switches
             time.sleep(0.05)
         switches = list(op.switches)
     finally:
         op.probe.release()
-        graph.stop()
-        op.close()
+        close_graph(op.probe, graph)
+    assert "no /cmd_vel for" in graph.log()
 
     counts = record["counts"]
     assert counts["takeovers"] == 1 and counts["estops"] == 1 and counts["refusals"] == 3, counts
@@ -322,10 +376,16 @@ def test_operating_sequence_through_the_graph(tmp_path: Path) -> None:
     step, joint = measured_step(op.probe, estop_t, 5)
     figures.append(f"e-stop (damping, never blended): step {step:.3f} ({joint})")
     figures.append(f"record: shares {shares}, counts {counts}")
+    hand_back = [s for s in switches if (s["from"], s["to"]) == ("active", "ramp")]
+    s = hand_back[0]
+    measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
+    figures.append(
+        f"mode manager killed -> policy stopped, driver hold: switch active -> ramp unblended "
+        f"{s['unblended_step']:.3f}, largest step {s['max_step']:.3f} ({s['max_step_joint']}), measured "
+        f"{measured:.3f} ({joint}) over {s['blend_ticks']} ticks"
+    )
     print("\n".join(figures))
-    saved = json.loads((tmp_path / "record.json").read_text())  # ~/report wrote it; the shutdown again
-    assert saved["counts"]["estops"] == 1 and saved["end_t"] >= record["end_t"]
-    assert "operation record: " in graph.log()  # the summary logged at shutdown
+    assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
 
 
 def _descendant(pid: int, needle: str) -> int:
@@ -348,66 +408,6 @@ def _descendant(pid: int, needle: str) -> int:
         if p == pid and needle in cmd:
             return child
     raise AssertionError(f"no process '{needle}' under {pid}")
-
-
-def test_bad_inputs_and_the_mode_manager_killed(tmp_path: Path) -> None:
-    """NaN and out-of-limit Twists refused or clipped and counted; a Joy with too few axes refused with a
-    clear message; walking with the joystick's deadman held; a request in the wrong state refused with the
-    reason; the mode manager killed -> the policy runner stops on the /cmd_vel silence and the driver holds
-    the robot standing (bumpless)."""
-    graph = launch(tmp_path, controller="policy")
-    op = Operator()
-    try:
-        op.ready(graph, peers=("policy_runner",), hold_at=3.0)
-        op.probe.run_until(3.0)
-        op.wait_state("mode run_policy", lambda s: s["mode"] == "run_policy")
-        op.publish(op.pub_teleop, (math.nan, 0.0, 0.0))
-        op.publish(op.pub_teleop, (0.0, 0.0, 10.0))  # clipped to wz_max
-        op.publish(op.pub_teleop, (0.0, 0.0, 0.0))
-        op.pub_joy.publish(op.joy_type(axes=[0.0, 0.0], buttons=[0] * 8))
-        ok, msg = op.call("reset")
-        assert (ok, msg) == (False, "reset: the robot is not damping (mode run_policy); nothing to reset")
-        with op.lock:  # walk with the joystick: deadman (button 4) held, left stick 3/8 forward = 0.3 m/s
-            op.joy = ([0.0, 0.375, 0.0, 0.0], [0, 0, 0, 0, 1, 0, 0, 0])
-        op.probe.run_until(4.2)
-        st = op.wait_state(
-            "counted inputs",
-            lambda s: s["counts"]["inputs_refused"] >= 2 and s["counts"]["inputs_clipped"] >= 1,
-        )
-        assert st["counts"]["inputs_refused"] == 2 and st["counts"]["inputs_clipped"] == 1, st["counts"]
-        assert "joy: refused a message with 2 axes; the mapping needs 4" in graph.log()
-        op.probe.run_until(6.0)
-        walked = op.truth_at(6.0)[0][0] - op.truth_at(4.2)[0][0]
-        assert walked > 0.2 and op.driver_mode() == "active", walked
-        assert op.state()["source"] == "teleop"
-        os.kill(_descendant(graph.process.pid, "mode_manager_node"), signal.SIGKILL)
-        # 1 s of /cmd_vel silence, then 2 s of zero velocity (the policy stops walking), the 2 s ramp
-        op.probe.run_until(11.6)
-        with op.lock:
-            runner_states = list(op.runner_states)
-        with op.probe.lock:
-            modes = list(op.probe.data.modes)
-        assert runner_states[-1] == "hold" and modes[-2:] == ["ramp", "hold"], (runner_states, modes)
-        p, q = op.truth_at(11.6)
-        assert p[2] > 0.65 and tilt_deg(q) < 15.0, (p, q)
-        end = time.monotonic() + 20
-        while not any(s["to"] == "ramp" for s in op.switches) and time.monotonic() < end:
-            time.sleep(0.05)
-        hand_back = [s for s in op.switches if (s["from"], s["to"]) == ("active", "ramp")]
-        assert hand_back, op.switches
-        s = hand_back[0]
-        measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
-        print(
-            f"mode manager killed -> policy stopped, driver hold: switch active -> ramp unblended "
-            f"{s['unblended_step']:.3f}, largest step {s['max_step']:.3f} ({s['max_step_joint']}), measured "
-            f"{measured:.3f} ({joint}) over {s['blend_ticks']} ticks"
-        )
-        assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6
-    finally:
-        op.probe.release()
-        graph.stop()
-        op.close()
-    assert "no /cmd_vel for" in graph.log()
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -480,8 +480,12 @@ def test_humanoid_teleop_in_a_terminal_moves_the_robot_and_latches_the_estop(tmp
             time.sleep(0.1)
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
-        graph.stop()
-        op.close()
+        close_graph(op.probe, graph)
+    # the graph stopped: the mode manager wrote its record (mode_record) and logged its summary at shutdown
+    saved = json.loads((tmp_path / "record.json").read_text())
+    assert saved["counts"]["estops"] == 1 and saved["counts"]["refusals"] >= 1, saved["counts"]
+    assert saved["shares_s"]["teleop"] > 0.0, saved["shares_s"]
+    assert "operation record: " in graph.log()
 
 
 def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_path: Path) -> None:
@@ -519,8 +523,7 @@ def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_pat
         switches = list(op.switches)
     finally:
         op.probe.release()
-        graph.stop()
-        op.close()
+        close_graph(op.probe, graph)
     pairs = [(s["from"], s["to"]) for s in switches]
     # WBC takes over, hands back; the policy takes over, hands back; the WBC takes over
     assert pairs[:5] == [("hold", "active"), ("active", "ramp")] * 2 + [("hold", "active")], pairs
