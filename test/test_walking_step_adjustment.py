@@ -58,7 +58,8 @@ def recover(velocity: np.ndarray, step: bool) -> dict:
     t, dt, touchdown = 0.0, 0.001, SPEC.single_support
     first = None
     while t < touchdown - 1e-9:
-        if round(t / dt) % 10 == 0:
+        # re-adjusted every 10 ms until the last min_remaining of the swing (then the foot is committed)
+        if round(t / dt) % 10 == 0 and touchdown - t > StepAdjustmentSettings().min_remaining:
             result = adjuster.adjust(stance, nominal, LIPM.dcm(c, v), touchdown - t, stance_zmp=p)
             assert result.status.ok
             first = first or result
@@ -107,9 +108,14 @@ def test_timing_adaptation_and_limits() -> None:
     assert fixed.adjust(
         stance, nominal, LIPM.dcm(c, np.array([0.3, 0.0])), 0.3
     ).touchdown_in == pytest.approx(0.3)
-    # an unpushed DCM over the stance foot: the nominal step is kept
-    calm = adjuster.adjust(stance, nominal, centroid("right", FEET["right"]), 0.3, offset=np.zeros(2))
-    assert np.allclose(calm.step.pose.position, nominal.pose.position, atol=1e-3)
+    # a DCM on its nominal course (it reaches the nominal step plus the nominal offset at the planned time)
+    # keeps the nominal step and timing
+    p = centroid("right", FEET["right"])
+    b_nom = 0.5 * (stance.pose.position - nominal.pose.position)
+    on_course = p + (nominal.pose.position + b_nom - p) * math.exp(-LIPM.omega * 0.3)
+    calm = adjuster.adjust(stance, nominal, on_course, 0.3)
+    assert np.allclose(calm.step.pose.position, nominal.pose.position, atol=1e-4)
+    assert calm.touchdown_in == pytest.approx(0.3, abs=1e-4) and not calm.limited and calm.captured
     with pytest.raises(ValueError, match="non-finite"):
         adjuster.adjust(stance, nominal, np.array([math.nan, 0.0]), 0.3)
 

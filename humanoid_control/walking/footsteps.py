@@ -261,13 +261,15 @@ class FootstepPlanner:
             raise ValueError("n_steps must be >= 0")
         side = first_side or self._first_side(cmd.vy, cmd.wz)
         plan = self._plan(feet, command=cmd, command_clipped=clipped)
-        move = twist_displacement(cmd, self.spec.single_support + self.spec.double_support)
+        period = self.spec.single_support + self.spec.double_support
+        move = twist_displacement(VelocityCommand(cmd.vx, 0.0, cmd.wz), period)
         frame = self.walking_frame(feet)
         current = dict(feet)
         for _ in range(n_steps):
-            outward = move.y * side_sign(side) > 0.0
+            # sideways: the foot on the side of the motion steps out by 2 vy T, the other closes in
+            lateral = 2.0 * cmd.vy * period if cmd.vy * side_sign(side) > 0.0 else 0.0
             frame, step, projected = self._take_step(
-                frame, current, side, Pose2D(move.x, 2.0 * move.y if outward else 0.0, move.yaw)
+                frame, current, side, Pose2D(0.0, lateral, 0.0).compose(move)
             )
             current[side] = step.pose
             plan.steps.append(step)

@@ -41,7 +41,8 @@ class StepAdjustmentSettings:
         w_timing: weight of ``tau = e^(omega T)``'s deviation from its nominal (dimensionless).
         w_offset: weight of the DCM offset's deviation from its nominal (1/m^2); the largest: the DCM
             should end where the rest of the plan expects it.
-        min_remaining: earliest touchdown after now (s): the swing foot needs time to get there.
+        min_remaining: earliest touchdown after now (s): the swing foot needs time to get there (or the
+            planned touchdown, when sooner).
         max_remaining: latest touchdown after now (s).
         adapt_timing: let the touchdown time move within the bounds (else it stays the nominal one).
     """
@@ -145,10 +146,11 @@ class DcmStepAdjuster:
         p = np.asarray(stance_zmp if stance_zmp is not None else self._centroid(stance), dtype=float)
         u_nom = nominal.pose.position
         b_nom = 0.5 * (stance.pose.position - u_nom) if offset is None else np.asarray(offset, dtype=float)
-        t_nom = min(max(remaining, s.min_remaining), s.max_remaining)
+        t_nom = min(max(remaining, 0.0), s.max_remaining)
         tau_nom = math.exp(w * t_nom)
-        if s.adapt_timing:
-            tau_lo, tau_hi = math.exp(w * s.min_remaining), math.exp(w * s.max_remaining)
+        if s.adapt_timing:  # never later than planned because of the minimum: the swing is under way
+            tau_lo = math.exp(w * min(s.min_remaining, t_nom))
+            tau_hi = math.exp(w * max(s.max_remaining, t_nom))
         else:
             tau_lo = tau_hi = tau_nom
         limits = self.planner.spec
