@@ -8,8 +8,10 @@ Model (:mod:`humanoid_control.walking.lipm`): per horizontal axis ``a`` (x, y; o
 ``s = [c, cdot, cddot]`` (m, m/s, m/s^2) and the jerk ``u`` (m/s^3), ``s_{k+1} = A s_k + B u_k`` over the
 sampling period ``dt`` (s), ZMP ``p_k = C s_k`` (m).
 
-Decision variables ``x = [u_0, s_1, u_1, s_2, ..., u_{N-1}, s_N]``, ``u_k = [u_x, u_y]``,
-``s_k = [c_x, cdot_x, cddot_x, c_y, cdot_y, cddot_y]`` (interleaved in time, so the KKT matrix is banded).
+Decision variables ``x = [u_0 dt, s_1, u_1 dt, s_2, ..., u_{N-1} dt, s_N]``, ``u_k = [u_x, u_y]`` (the jerk
+enters as the acceleration step ``u dt``, m/s^2, of the same scale as the states: a better conditioned
+problem for ADMM), ``s_k = [c_x, cdot_x, cddot_x, c_y, cdot_y, cddot_y]`` (interleaved in time, so the KKT
+matrix is banded).
 
 Cost::
 
@@ -152,7 +154,7 @@ class ZmpPreviewQP:
                 for i in range(3):
                     r = 6 * k + 3 * a + i
                     add(r, s_col(k + 1, a, i), 1.0)
-                    add(r, u_col(k, a), -B[i])
+                    add(r, u_col(k, a), -B[i] / s.dt)  # the variable is the acceleration step u dt
                     if k > 0:
                         for j in range(i, 3):
                             add(r, s_col(k, a, j), -A[i, j])
@@ -185,7 +187,7 @@ class ZmpPreviewQP:
 
         for k in range(N):
             for a in range(2):
-                add_p(u_col(k, a), u_col(k, a), 2.0 * s.w_jerk)
+                add_p(u_col(k, a), u_col(k, a), 2.0 * s.w_jerk / s.dt**2)
             block = zmp_block + (s.w_dcm * np.outer(dcm_vec, dcm_vec) if k == N - 1 else 0.0)
             for a in range(2):
                 for i in range(3):
@@ -277,7 +279,7 @@ class ZmpPreviewQP:
         states = np.empty((N + 1, 2, 3))
         states[0] = state
         states[1:] = x[cols]
-        jerk = x[self._u_cols].copy()
+        jerk = x[self._u_cols] / dt
         zmp = self.lipm.zmp(states)
         zmp_ref = np.vstack([schedule.zmp_reference(t), refs])
         return PatternOutput(
