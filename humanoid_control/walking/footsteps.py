@@ -136,8 +136,9 @@ class FootstepPlanner:
         self.spec = spec
         self.soles = {side: np.asarray(soles[side], dtype=float) for side in SIDES}
         left = Pose2D(0.0, spec.step_width_min, 0.0)
-        if polygons_overlap(self._polygon("left", left), self._polygon("right", Pose2D(0.0, 0.0, 0.0)), 0.0):
-            raise ValueError("step_width_min lets parallel feet overlap")
+        right = Pose2D(0.0, 0.0, 0.0)
+        if polygons_overlap(self._polygon("left", left), self._polygon("right", right), spec.foot_clearance):
+            raise ValueError("parallel feet step_width_min apart are closer than foot_clearance")
 
     @classmethod
     def from_config(cls, config: RobotConfig) -> FootstepPlanner:
