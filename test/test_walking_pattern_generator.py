@@ -16,7 +16,7 @@ CONFIG = load_robot_config("g1")
 SPEC = CONFIG.walking
 PLANNER = FootstepPlanner.from_config(CONFIG)
 RATE_HZ = 50.0  # re-solve rate
-ZMP_TOL = 2e-3  # m: OSQP's tolerance (1e-5) and the ZMP between samples (constrained at samples only)
+SAMPLE_TOL = 1e-4  # m: the ZMP at the QP's samples, where it is constrained (OSQP's tolerance is 1e-5)
 
 
 def standing() -> dict[str, Pose2D]:
@@ -36,7 +36,7 @@ def walk(command: VelocityCommand, n_steps: int, push: tuple[float, np.ndarray] 
     state = np.zeros((2, 3))
     state[:, 0] = sched.zmp_reference(0.0)
     dt = 1.0 / RATE_HZ
-    log: dict[str, list] = {"t": [], "com": [], "zmp": [], "outside": [], "solve_s": [], "iters": []}
+    log: dict[str, list] = {"t": [], "com": [], "outside": [], "sample": [], "solve_s": [], "iters": []}
     t = 0.0
     while t < sched.t_end + 2.0:
         out = gen.replan(t, state)
@@ -49,7 +49,7 @@ def walk(command: VelocityCommand, n_steps: int, push: tuple[float, np.ndarray] 
             zmp = lipm.zmp(s)
             log["t"].append(t + tau)
             log["com"].append(s[:, 0].copy())
-            log["zmp"].append(zmp)
+            log["sample"].append(tau == 0.0)
             log["outside"].append(distance_outside(zmp, sched.support_polygon(t + tau)))
         state = out.com_state(t + dt)
         t += dt
@@ -58,11 +58,18 @@ def walk(command: VelocityCommand, n_steps: int, push: tuple[float, np.ndarray] 
     return {k: np.array(v) for k, v in log.items()} | {"schedule": sched, "plan": plan, "gen": gen}
 
 
+def assert_zmp_supported(run: dict) -> None:
+    """At the QP's samples the ZMP is in the support polygon shrunk by ``zmp_margin``; between them (every
+    5 ms) it may bulge beyond the shrunk polygon but stays inside the soles' own polygon."""
+    outside, sample = run["outside"], run["sample"]
+    assert outside[sample].max() < SAMPLE_TOL
+    assert outside.max() < SPEC.zmp_margin
+
+
 def test_straight_walk_zmp_in_support_polygon_and_com_at_commanded_speed() -> None:
     run = walk(VelocityCommand(0.4, 0.0, 0.0), 12)
     sched, t, com = run["schedule"], run["t"], run["com"]
-    # the ZMP never leaves the support polygon shrunk by the margin (beyond the solver's tolerance)
-    assert run["outside"].max() < ZMP_TOL
+    assert_zmp_supported(run)
     # steady walking: the CoM advances at the commanded speed between the 3rd and the 11th touchdown
     times = run["plan"].touchdown_times()
     i0, i1 = np.searchsorted(t, times[2]), np.searchsorted(t, times[10])
@@ -86,10 +93,10 @@ def test_straight_walk_zmp_in_support_polygon_and_com_at_commanded_speed() -> No
 
 def test_turning_walk_and_a_push_stay_in_the_support_polygon() -> None:
     run = walk(VelocityCommand(0.25, 0.05, 0.3), 10)
-    assert run["outside"].max() < ZMP_TOL
+    assert_zmp_supported(run)
     # a lateral push in the middle of the walk: the preview re-plans from the pushed state
     run = walk(VelocityCommand(0.3, 0.0, 0.0), 10, push=(2.0, np.array([0.05, 0.08])))
-    assert run["outside"].max() < ZMP_TOL
+    assert_zmp_supported(run)
 
 
 def test_references_for_the_whole_body_controller() -> None:

@@ -21,7 +21,11 @@ Cost::
 (``xi = c + cdot / omega``, the DCM: the terminal term asks the horizon to end capturable on its last ZMP
 reference). Constraints: the dynamics (equalities, the first one carrying the current state ``s_0``) and, at
 every sample ``k = 1..N``, ``n_e . p_k <= d_e`` for the edges ``e`` of the support polygon at ``t + k dt``
-(padded to ``max_edges`` rows per sample with empty rows, so the sparsity pattern never changes).
+(of the single support when one begins or ends within ``dt`` of the sample: the ZMP must stay on the stance
+sole between the samples too; padded to ``max_edges`` rows per sample with empty rows, so the sparsity
+pattern never changes). Between samples the ZMP is a cubic in time, not a line: where the jerk is large (the
+weight moving from foot to foot) it bulges a few millimetres beyond the chord, which ``zmp_margin``
+absorbs.
 
 Per solve: the polygon normals (matrix values), their offsets and the initial state (bounds) and the ZMP
 references (linear cost) change; ``P`` is constant. The horizon's samples, the contact schedule and the
@@ -246,7 +250,7 @@ class ZmpPreviewQP:
         if s.constrain_zmp:
             cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             for k, tk in enumerate(times):
-                i = schedule.phase_index(float(tk))
+                i = self._constraining_phase(schedule, float(tk), dt)
                 if i not in cache:
                     cache[i] = halfspaces(schedule.support_polygon(float(tk)))
                 normals, offsets = cache[i]
@@ -294,6 +298,21 @@ class ZmpPreviewQP:
             result.solve_time_s,
             time.perf_counter() - t_start,
         )
+
+    @staticmethod
+    def _constraining_phase(schedule: ContactSchedule, tk: float, dt: float) -> int:
+        """The phase whose support polygon constrains the sample at ``tk`` (s).
+
+        The ZMP is constrained at the samples only and moves (almost) linearly between them, so a sample must
+        lie in the polygon of every phase of the periods on either side of it: a single support phase that
+        starts or ends within ``dt`` of ``tk`` constrains it (its sole is inside the double-support polygon
+        around it). Where two single supports fall within ``dt`` (a double support shorter than ``2 dt``) the
+        phase at ``tk`` is used."""
+        here = schedule.phase_index(tk)
+        lo = schedule.phase_index(tk - dt + 1e-9)
+        hi = schedule.phase_index(tk + dt - 1e-9)
+        single = [i for i in range(lo, hi + 1) if i < len(schedule.phases) and schedule.phases[i].swing]
+        return single[0] if len(single) == 1 else here
 
     def _failed(
         self, status: QpStatus, t: float, t_start: float, iterations: int = 0, solve_time: float = 0.0
