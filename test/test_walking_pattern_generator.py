@@ -59,11 +59,12 @@ def walk(command: VelocityCommand, n_steps: int, push: tuple[float, np.ndarray] 
 
 
 def assert_zmp_supported(run: dict) -> None:
-    """At the QP's samples the ZMP is in the support polygon shrunk by ``zmp_margin``; between them (every
-    5 ms) it may bulge beyond the shrunk polygon but stays inside the soles' own polygon."""
+    """At the QP's samples the ZMP is in the support polygon shrunk by ``zmp_margin`` (to the solver's
+    tolerance); between them (every 5 ms) it is a cubic in time that stays within 1 mm of it (far inside
+    the soles' own polygon)."""
     outside, sample = run["outside"], run["sample"]
     assert outside[sample].max() < SAMPLE_TOL
-    assert outside.max() < SPEC.zmp_margin
+    assert outside.max() < 1e-3
 
 
 def test_straight_walk_zmp_in_support_polygon_and_com_at_commanded_speed() -> None:

@@ -23,9 +23,8 @@ reference). Constraints: the dynamics (equalities, the first one carrying the cu
 every sample ``k = 1..N``, ``n_e . p_k <= d_e`` for the edges ``e`` of the support polygon at ``t + k dt``
 (of the single support when one begins or ends within ``dt`` of the sample: the ZMP must stay on the stance
 sole between the samples too; padded to ``max_edges`` rows per sample with empty rows, so the sparsity
-pattern never changes). Between samples the ZMP is a cubic in time, not a line: where the jerk is large (the
-weight moving from foot to foot) it bulges a few millimetres beyond the chord, which ``zmp_margin``
-absorbs.
+pattern never changes). Between samples the ZMP is a cubic in time, close to the chord (a tenth of a
+millimetre beyond it in the tests), which ``zmp_margin`` absorbs.
 
 Per solve: the polygon normals (matrix values), their offsets and the initial state (bounds) and the ZMP
 references (linear cost) change; ``P`` is constant. The horizon's samples, the contact schedule and the
@@ -252,7 +251,7 @@ class ZmpPreviewQP:
             for k, tk in enumerate(times):
                 i = self._constraining_phase(schedule, float(tk), dt)
                 if i not in cache:
-                    cache[i] = halfspaces(schedule.support_polygon(float(tk)))
+                    cache[i] = halfspaces(schedule.phase_polygon(i))
                 normals, offsets = cache[i]
                 ne = min(len(offsets), E)
                 # columns per row: x position, x acceleration, y position, y acceleration

@@ -146,7 +146,11 @@ class ContactSchedule:
 
     def support_polygon(self, t: float) -> np.ndarray:
         """Support polygon at ``t`` (odom frame, m; CCW), shrunk by ``zmp_margin``."""
-        i = self.phase_index(t)
+        return self.phase_polygon(self.phase_index(t))
+
+    def phase_polygon(self, i: int) -> np.ndarray:
+        """Support polygon of phase ``i`` (``len(phases)``: standing after the plan), as
+        :meth:`support_polygon`."""
         poly = self._polygon_cache.get(i)
         if poly is None:
             phase = self.phases[i] if i < len(self.phases) else None
