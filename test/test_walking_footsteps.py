@@ -6,10 +6,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import pytest
 import yaml
 
 from humanoid_control.model.robot_config import ConfigError, find_robot_config, load_robot_config
+from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 from humanoid_control.walking.footsteps import (
     Footstep,
     FootstepPlanner,
@@ -19,6 +21,7 @@ from humanoid_control.walking.footsteps import (
     twist_displacement,
 )
 from humanoid_control.walking.geometry import Pose2D, polygons_overlap
+from humanoid_control.wbc.balance import default_com_offset
 
 CONFIG = load_robot_config("g1")
 SPEC = CONFIG.walking
@@ -51,6 +54,19 @@ def test_walking_section_loads_and_is_consistent() -> None:
     assert SPEC.step_width_min < SPEC.foot_spacing < SPEC.step_width_max
     # the command limits fit in one step each
     assert SPEC.max_forward * PERIOD <= SPEC.step_forward
+
+
+def test_walking_section_matches_the_robot_model() -> None:
+    # the LIPM height and the stance width are those of the standing robot (the WBC's default pose)
+    pmodel = load_pinocchio_model(CONFIG)
+    offset = default_com_offset(CONFIG, pmodel)  # CoM minus the soles' midpoint, default pose
+    assert abs(offset[2] - SPEC.com_height) < 0.03
+    joints = CONFIG.array("default")
+    q = pmodel.neutral_q(joints, standing_base_height(CONFIG, pmodel, joints))
+    data = pmodel.model.createData()
+    pin.framesForwardKinematics(pmodel.model, data, q)
+    left, right = (data.oMf[pmodel.sole_frame_ids[s]].translation for s in ("left", "right"))
+    assert abs((left[1] - right[1]) - SPEC.foot_spacing) < 0.005
 
 
 def _write(tmp_path: Path, walking: dict) -> str:
