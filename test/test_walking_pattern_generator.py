@@ -37,11 +37,13 @@ def walk(command: VelocityCommand, n_steps: int, push: tuple[float, np.ndarray] 
     state[:, 0] = sched.zmp_reference(0.0)
     dt = 1.0 / RATE_HZ
     log: dict[str, list] = {"t": [], "com": [], "outside": [], "sample": [], "solve_s": [], "iters": []}
+    log["osqp_s"] = []
     t = 0.0
     while t < sched.t_end + 2.0:
         out = gen.replan(t, state)
         assert out.ok, (t, out.status)
         log["solve_s"].append(out.total_time_s)
+        log["osqp_s"].append(out.solve_time_s)
         log["iters"].append(out.iterations)
         # the plan's state over the next period: exact integration of its constant jerk at 5 ms
         for tau in np.arange(0.0, dt - 1e-9, 0.005):
