@@ -14,6 +14,7 @@ Model files are never given as machine paths: each is a list of candidate *sourc
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 import sys
@@ -119,6 +120,68 @@ class WbcSpec:
 
 
 @dataclass(frozen=True)
+class WalkingSpec:
+    """Robot facts of model-based walking (:mod:`humanoid_control.walking`). Units: m, s, rad, m/s, rad/s.
+
+    Step limits are on the swing sole origin expressed in the stance sole frame (x forward, y towards the
+    swing side, yaw about z); widths are lateral distances between the two sole origins.
+
+    Attributes:
+        com_height: LIPM height of the CoM above the soles while walking (m).
+        foot_spacing: nominal lateral distance between the sole origins when standing and walking (m).
+        single_support, double_support: durations of one swing and of one weight transfer (s).
+        start_double_support: weight transfer before the first step (CoM to the first stance foot) (s).
+        swing_height: highest lift of the sole above the line from lift-off to touchdown (m).
+        step_forward, step_backward: most forward / backward reach of a step (m, both > 0).
+        step_width_min, step_width_max: narrowest / widest stance (m); the minimum keeps the feet uncrossed.
+        step_turn: most relative yaw between the feet after a step (rad).
+        foot_clearance: smallest gap between the two sole polygons (m), checked on every step.
+        max_forward, max_backward, max_lateral, max_turn: command limits (m/s, m/s, m/s, rad/s); commands
+            beyond them are clipped.
+        zmp_margin: ZMP kept this far inside the support polygon (m).
+    """
+
+    com_height: float = 0.66
+    foot_spacing: float = 0.24
+    single_support: float = 0.4
+    double_support: float = 0.1
+    start_double_support: float = 0.4
+    swing_height: float = 0.06
+    step_forward: float = 0.3
+    step_backward: float = 0.15
+    step_width_min: float = 0.18
+    step_width_max: float = 0.4
+    step_turn: float = 0.35
+    foot_clearance: float = 0.02
+    max_forward: float = 0.6
+    max_backward: float = 0.3
+    max_lateral: float = 0.15
+    max_turn: float = 0.6
+    zmp_margin: float = 0.015
+
+    def validate(self) -> list[str]:
+        """Inconsistencies, one message each (empty when the values are usable)."""
+        out = []
+        for name, value in vars(self).items():
+            if not (isinstance(value, float) and math.isfinite(value) and value > 0.0):
+                out.append(f"{name} must be a finite number > 0: {value!r}")
+        if out:
+            return out
+        if not self.step_width_min < self.foot_spacing < self.step_width_max:
+            out.append("need step_width_min < foot_spacing < step_width_max")
+        period = self.single_support + self.double_support
+        if self.max_forward * period > self.step_forward:
+            out.append("max_forward x step period exceeds step_forward")
+        if self.max_backward * period > self.step_backward:
+            out.append("max_backward x step period exceeds step_backward")
+        if self.foot_spacing + 2.0 * self.max_lateral * period > self.step_width_max:
+            out.append("foot_spacing + 2 max_lateral x step period exceeds step_width_max")
+        if self.max_turn * period > self.step_turn:
+            out.append("max_turn x step period exceeds step_turn")
+        return out
+
+
+@dataclass(frozen=True)
 class RobotConfig:
     """Everything robot-specific. Build it with :func:`load_robot_config`.
 
@@ -142,6 +205,7 @@ class RobotConfig:
     gain_profiles: dict[str, GainProfile]
     simulation: SimulationSpec = field(default_factory=SimulationSpec)
     wbc: WbcSpec = field(default_factory=WbcSpec)
+    walking: WalkingSpec = field(default_factory=WalkingSpec)
     gain_limits: GainProfile | None = None
 
     @property
@@ -390,6 +454,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         raise ConfigError(f"{where}: wbc is malformed ({exc!r})") from None
     if not wbc_spec.friction > 0.0 or wbc_spec.contact_points != "polygon":
         raise ConfigError(f"{where}: wbc.friction must be > 0 and wbc.contact_points 'polygon'")
+    walking = _walking_spec(data.get("walking"), where)
     config = RobotConfig(
         name=str(_require(data, "name", where)),
         description=str(data.get("description", "")),
@@ -418,6 +483,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
             noslip_iterations=_noslip(sim.get("noslip_iterations", 0), path),
         ),
         wbc=wbc_spec,
+        walking=walking,
         gain_limits=gain_limits,
     )
     for profile in profiles.values():
@@ -425,6 +491,37 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         if beyond:
             raise ConfigError(f"{where}: gain profile '{profile.name}' beyond gain_limits: {beyond}")
     return config
+
+
+def _walking_spec(table: Any, where: str) -> WalkingSpec:
+    """:class:`WalkingSpec` from the ``walking`` section (nested ``timing``, ``step_limits`` and
+    ``velocity_limits`` tables; absent keys keep their defaults, unknown ones are an error)."""
+    if table is None:
+        return WalkingSpec()
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: walking must be a mapping")
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if key in ("timing", "step_limits", "velocity_limits"):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: walking.{key} must be a mapping")
+            prefix = {"timing": "", "step_limits": "step_", "velocity_limits": "max_"}[key]
+            for k, v in value.items():
+                flat["foot_clearance" if k == "foot_clearance" else prefix + str(k)] = v
+        else:
+            flat[str(key)] = value
+    known = set(WalkingSpec.__dataclass_fields__)
+    unknown = sorted(set(flat) - known)
+    if unknown:
+        raise ConfigError(f"{where}: walking has unknown keys {unknown}")
+    try:
+        spec = WalkingSpec(**{k: float(v) for k, v in flat.items()})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: walking is malformed ({exc!r})") from None
+    problems = spec.validate()
+    if problems:
+        raise ConfigError(f"{where}: walking: {'; '.join(problems)}")
+    return spec
 
 
 def _noslip(value: Any, path: Path) -> int:
