@@ -1,8 +1,8 @@
 """MIT-mode actuator emulator core: what one actuator's firmware does with the frames it receives.
 
 Pure logic with no bus and no physics: a transport (python-can's virtual bus, see
-:mod:`humanoid_control.hardware.can_io`) hands it frames, and a simulator asks it for the torque to apply at each
-physics step given the joint's measured position and velocity (actuator frame, output side).
+:mod:`humanoid_control.hardware.can_io`) hands it frames, and a simulator asks it for the torque to apply at
+each physics step given the joint's measured position and velocity (actuator frame, output side).
 
 Behaviour (the protocol facts are in :mod:`humanoid_control.hardware.mit_can`):
 
