@@ -85,12 +85,12 @@ def test_reply_reports_state_and_extended_bytes() -> None:
 
 
 def test_torque_lag() -> None:
-    a = MitActuatorEmulator(1, AK80_9, MotorModel(torque_time_constant=0.004))
+    a = MitActuatorEmulator(1, AK80_9, MotorModel(torque_time_constant=0.002))
     a.receive(ENTER_MOTOR_MODE, now=0.0)
     a.receive(_cmd(MitCommand(0.0, 0.0, 0.0, 0.0, 8.0)), now=0.0)
     first = a.update(0.0, 0.0, now=0.001, dt=0.001)
     assert 0.0 < first < 8.0
-    for k in range(2, 40):
+    for k in range(2, 21):  # within the 25 ms firmware timeout of the single command frame
         a.update(0.0, 0.0, now=0.001 * k, dt=0.001)
     assert a.torque == pytest.approx(8.0, abs=AK80_9.step("t"))
 
@@ -189,5 +189,11 @@ def test_host_sends_damping_and_the_actuator_brakes() -> None:
         torque = actuator.update(0.1, velocity, t)
         if decision.damping and damped_at is None:
             damped_at = t
-            assert torque == pytest.approx(-kd * velocity, abs=AK80_9.step("kd") * velocity + 1e-9)
+            # 0 is not a code on a symmetric range (2^12 - 1 codes): the velocity target and the feed-forward
+            # torque of the damping frame are half a step off zero
+            sent = decode_command(encode_command(command, AK80_9).data, AK80_9)
+            assert sent.kp == 0.0 and 0 < abs(sent.velocity) <= AK80_9.step("v") / 2
+            assert 0 < abs(sent.torque) <= AK80_9.step("t") / 2
+            assert torque == pytest.approx(sent.torque + sent.kd * (sent.velocity - velocity), abs=1e-12)
+            assert torque == pytest.approx(-kd * velocity, abs=0.03)
     assert damped_at is not None and damped_at <= 0.02 + 0.025 + PERIOD

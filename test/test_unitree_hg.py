@@ -116,6 +116,11 @@ def test_round_trip_through_bytes() -> None:
     state = _random_lowstate(rng)
     assert to_bytes(parse_lowstate(to_bytes(state)), sealed=False) == to_bytes(state)
     assert seal(to_bytes(state)) == to_bytes(state)
+    # padding is zero whatever numpy left in a copied record's gaps (numpy does not copy them)
+    padded = np.frombuffer(bytes(range(256)) * 3 + bytes(range(236)), dtype=LOWCMD_DTYPE).reshape(()).copy()
+    data = to_bytes(padded, sealed=False)
+    assert data[2:4] == b"\x00\x00" and data[5:8] == b"\x00\x00\x00"
+    assert data[4] == padded["motor_cmd"]["mode"][0] and data[8:12] == padded["motor_cmd"]["q"][:1].tobytes()
     with pytest.raises(UnitreeMessageError):
         parse_lowcmd(bytes(1000))
     with pytest.raises(UnitreeMessageError):

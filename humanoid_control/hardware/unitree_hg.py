@@ -139,9 +139,36 @@ def new_lowstate() -> np.ndarray:
 
 
 def to_bytes(record: np.ndarray, sealed: bool = True) -> bytes:
-    """C-layout bytes of a ``LowCmd_`` or ``LowState_`` record, with the CRC written when ``sealed``."""
-    data = np.asarray(record).tobytes()
-    return seal(data) if sealed else data
+    """C-layout bytes of a ``LowCmd_`` or ``LowState_`` record, padding bytes zeroed (numpy does not keep the
+    padding of a copied record), with the CRC written when ``sealed``."""
+    record = np.asarray(record)
+    data = np.frombuffer(record.tobytes(), dtype=np.uint8).copy()
+    data[_padding(record.dtype)] = 0
+    return seal(data.tobytes()) if sealed else data.tobytes()
+
+
+_PADDING: dict[np.dtype, np.ndarray] = {}
+
+
+def _padding(dtype: np.dtype) -> np.ndarray:
+    """Boolean mask of the bytes of ``dtype`` that belong to no field."""
+    if dtype not in _PADDING:
+        used = np.zeros(dtype.itemsize, dtype=bool)
+        _mark_fields(dtype, used, 0)
+        _PADDING[dtype] = ~used
+    return _PADDING[dtype]
+
+
+def _mark_fields(dtype: np.dtype, used: np.ndarray, base: int) -> None:
+    if dtype.fields is not None:
+        for sub, offset, *_ in dtype.fields.values():
+            _mark_fields(sub, used, base + offset)
+    elif dtype.subdtype is not None:
+        item, shape = dtype.subdtype
+        for k in range(int(np.prod(shape))):
+            _mark_fields(item, used, base + k * item.itemsize)
+    else:
+        used[base : base + dtype.itemsize] = True
 
 
 def parse_lowcmd(buffer: bytes) -> np.ndarray:
@@ -157,7 +184,7 @@ def parse_lowstate(buffer: bytes) -> np.ndarray:
 def _parse(buffer: bytes, dtype: np.dtype, name: str) -> np.ndarray:
     if len(buffer) != dtype.itemsize:
         raise UnitreeMessageError(f"{name} is {dtype.itemsize} bytes, got {len(buffer)}")
-    return np.frombuffer(bytes(buffer), dtype=dtype).reshape(()).copy()
+    return np.frombuffer(bytearray(buffer), dtype=dtype).reshape(())  # writable, owns a copy of the bytes
 
 
 # --------------------------------------------------------------------------------------------------- remote
