@@ -34,6 +34,8 @@ setup(
         *_tree("urdf"),
     ],
     install_requires=["setuptools", "numpy", "pyyaml"],
+    # optional: MIT-mode CAN actuators (hardware:=can_mit); the code imports python-can only when a bus opens
+    extras_require={"hardware": ["python-can>=4.0"]},
     zip_safe=True,
     maintainer="humanoid_stack maintainers",
     maintainer_email="maintainers@humanoid-stack.dev",
