@@ -78,8 +78,10 @@ NODE_TOPICS: dict[str, NodeTopics] = {
         subscribes=("/imu/data", "/joint_states", STATUS_TOPIC),
     ),
     "mode_manager": NodeTopics(
-        publishes=("/cmd_vel", "~/state"),
+        publishes=("/cmd_vel", "~/state", ACK_TOPIC),
         subscribes=(
+            "/clock",
+            STATUS_TOPIC,
             "{driver}/mode",
             "{driver}/switch",
             "{policy_runner}/state",

@@ -24,6 +24,7 @@ at once (the driver's watchdog would do it ``watchdog_ticks`` later anyway).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from typing import Any
@@ -42,6 +43,7 @@ from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.ros.service_caller import ServiceCaller
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.policy_core import PolicyCore
 from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState
@@ -200,6 +202,17 @@ class PolicyRunnerNode(QuietNode):
         self.estop_client = self.create_client(Trigger, f"{self.driver}/estop")
         self.hold_client = self.create_client(Trigger, f"{self.driver}/hold")
         self._gain_request: Any = None
+        # started by the mode manager (no autostart): ~/start sets the driver's gains before it answers, so
+        # the start takes effect at the same tick in every lockstep run (the caller holds the clock)
+        self._caller = (
+            None
+            if self.runner.settings.autostart
+            else ServiceCaller(
+                self.context,
+                f"{self.get_name()}_calls",
+                {"gains": (SetParametersAtomically, f"{self.driver}/set_parameters_atomically")},
+            )
+        )
         from rclpy.clock import Clock, ClockType
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -223,11 +236,7 @@ class PolicyRunnerNode(QuietNode):
         )
 
     # ------------------------------------------------------------------ gains
-    def _request_gains(self) -> None:
-        if self.runner.gains_ready or self._gain_request is not None:
-            return
-        if not self.param_client.service_is_ready():
-            return
+    def _gains_msg(self) -> Any:
         req = SetParametersAtomically.Request()
         req.parameters = [
             Parameter(
@@ -237,8 +246,30 @@ class PolicyRunnerNode(QuietNode):
                 "command_kd", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in self.core.kd]
             ).to_parameter_msg(),
         ]
-        self._gain_request = self.param_client.call_async(req)
+        return req
+
+    def _request_gains(self) -> None:
+        if self.runner.gains_ready or self._gain_request is not None:
+            return
+        if not self.param_client.service_is_ready():
+            return
+        self._gain_request = self.param_client.call_async(self._gains_msg())
         self._gain_request.add_done_callback(self._on_gains_set)
+
+    def _set_gains_now(self, timeout: float = 5.0) -> str | None:
+        """Set the driver's gains and wait for its answer (wall time, ``timeout`` s); None, or why not."""
+        assert self._caller is not None
+        end = time.monotonic() + timeout
+        while not self._caller.ready("gains") and time.monotonic() < end:
+            time.sleep(0.01)
+        result = self._caller.request("gains", self._gains_msg(), max(0.1, end - time.monotonic()))
+        if isinstance(result, str):
+            return result
+        if not result.result.successful:
+            return f"the driver refused the policy's gains: {result.result.reason}"
+        self.runner.gains_ready = True
+        self.get_logger().info(f"driver uses the policy's PD gains ({self.driver}/command_kp, command_kd)")
+        return None
 
     def _on_gains_set(self, future: Any) -> None:
         self._gain_request = None
@@ -382,6 +413,11 @@ class PolicyRunnerNode(QuietNode):
         ):
             # switched by the mode manager: another controller may have changed the driver's gains since
             self.runner.gains_ready = False
+            if self._caller is not None:
+                why = self._set_gains_now()
+                if why is not None:
+                    resp.success, resp.message = False, f"start: {why}"
+                    return resp
         resp.success, resp.message = self.runner.start()
         self._publish_state()
         return resp
@@ -441,6 +477,9 @@ class PolicyRunnerNode(QuietNode):
     def close(self) -> None:
         """Leave the driver's lockstep (it stops waiting for this node)."""
         self.peer.leave()
+        if self._caller is not None:
+            with contextlib.suppress(Exception):
+                self._caller.close()
 
 
 def main(args: list[str] | None = None) -> int:

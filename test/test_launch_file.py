@@ -74,6 +74,7 @@ def test_mode_manager_starts_the_policy_runner_idle() -> None:
             "use_sim_time": True,
             "record_path": "none",
             "max_torque_step": 0.2,
+            "lockstep": True,
         }
     finally:
         plan.cleanup()

@@ -220,7 +220,7 @@ def test_operating_sequence_bad_inputs_and_the_mode_manager_killed(tmp_path: Pat
     op = Operator()
     figures: list[str] = []
     try:
-        op.ready(graph, peers=("policy_runner",), hold_at=2.4)
+        op.ready(graph, peers=("policy_runner", "mode_manager"), hold_at=2.4)
         op.probe.run_until(2.4)
         st = op.wait_state("mode hold", lambda s: s["mode"] == "hold")
         assert op.driver_mode() == "hold"
@@ -451,7 +451,7 @@ def test_humanoid_teleop_in_a_terminal_moves_the_robot_and_latches_the_estop(tmp
         while op.probe.node.count_publishers("/teleop/cmd_vel") < 2:  # humanoid-teleop's and our own
             assert time.monotonic() < end, screen()
             time.sleep(0.05)
-        op.ready(graph, peers=("policy_runner",), hold_at=None)
+        op.ready(graph, peers=("policy_runner", "mode_manager"), hold_at=None)
         assert op.probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", 90.0), graph.log()[
             -3000:
         ]
@@ -494,7 +494,9 @@ def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_pat
     graph = launch(tmp_path, controller="none", mode_stand="wbc")
     op = Operator()
     try:
-        op.ready(graph, peers=("policy_runner", "state_estimator", "wbc_controller"), hold_at=2.4)
+        op.ready(
+            graph, peers=("policy_runner", "state_estimator", "wbc_controller", "mode_manager"), hold_at=2.4
+        )
         op.probe.run_until(2.4)
         op.wait_state("mode hold", lambda s: s["mode"] == "hold" and s["wbc_state"] == "idle")
         ok, msg = op.call("stand")
@@ -537,3 +539,69 @@ def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_pat
         )
         assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
     print("\n".join(figures))
+
+
+def _short_operated_run(out: Path) -> tuple[Operator, dict[str, Any]]:
+    """hold -> run_policy with teleop 0.4 m/s -> autonomy turning -> teleop takeover -> e-stop, on 5 s of
+    simulated time; the operator's inputs on the 20 ms grid, its service calls at held ticks."""
+    out.mkdir(parents=True)
+    graph = launch(out, controller="none")
+    op = Operator()
+    try:
+        op.ready(graph, peers=("policy_runner", "mode_manager"), hold_at=2.4)
+        op.probe.run_until(2.4)
+        op.wait_state("mode hold", lambda s: s["mode"] == "hold")
+        with op.lock:
+            op.teleop = (0.4, 0.0, 0.0)
+        assert op.call("run_policy")[0]
+        op.probe.run_until(3.6)
+        with op.lock:
+            op.teleop, op.autonomy = None, (0.0, 0.0, 0.5)
+        assert op.set_autonomy(True)[0]
+        op.probe.run_until(4.4)
+        with op.lock:
+            op.teleop = (0.3, 0.0, 0.0)
+        op.probe.run_until(4.8)
+        with op.lock:
+            op.teleop = op.autonomy = None
+        assert op.call("estop")[0]
+        op.probe.run_until(5.0)
+        ok, text = op.call("report")
+        assert ok
+    finally:
+        op.probe.release()
+        close_graph(op.probe, graph)
+    return op, json.loads(text)
+
+
+def test_a_lockstep_run_through_the_mode_manager_is_reproducible(tmp_path: Path) -> None:
+    """The mode manager is a lockstep peer: the same operated run twice gives the same ground truth and
+    joint states bit for bit, and the same operation record (shares, counts, events; see below for times)."""
+    (a, rec_a), (b, rec_b) = _short_operated_run(tmp_path / "a"), _short_operated_run(tmp_path / "b")
+    for op in (a, b):
+        assert not op.probe.lockstep_status.get("dropped"), op.probe.lockstep_status
+    da, db = a.probe.data, b.probe.data
+    n = min(sum(t <= 5.0 for t in da.truth_t), sum(t <= 5.0 for t in db.truth_t))
+    assert n > 2000
+    assert da.truth_t[:n] == db.truth_t[:n]
+    diffs = []
+    for name, stamps in (("truth_pos", da.truth_t), ("truth_quat_wxyz", da.truth_t), ("joint_q", da.joint_t)):
+        xs, ys = getattr(da, name)[:n], getattr(db, name)[:n]
+        first = next((i for i, (x, y) in enumerate(zip(xs, ys, strict=True)) if x != y), None)
+        if first is not None:
+            diffs.append(f"{name} first at t = {stamps[first]:.3f} s")
+    assert not diffs, f"the runs differ: {diffs}"
+    assert da.modes == db.modes and da.modes[-1] == "damping", (da.modes, db.modes)
+    # the record: shares, counts and every event the same; an event the mode manager observed on another
+    # node's state topic (a fault, a mode change that followed the driver or the runner) carries the tick at
+    # which it saw the message: those topics carry no stamp, so that time may differ by one tick
+    events_a, events_b = rec_a.pop("events"), rec_b.pop("events")
+    assert rec_a == rec_b, {k: (rec_a[k], rec_b.get(k)) for k in rec_a if rec_a[k] != rec_b.get(k)}
+    assert len(events_a) == len(events_b), (events_a, events_b)
+    for x, y in zip(events_a, events_b, strict=True):
+        tx, ty = x.pop("t"), y.pop("t")
+        assert x == y, (x, y)
+        observed = x["kind"] in ("fault", "mode")
+        assert abs(tx - ty) <= (0.002 + 1e-9 if observed else 0.0), (tx, ty, x)
+    assert rec_a["counts"]["takeovers"] == 1 and rec_a["counts"]["estops"] == 1, rec_a["counts"]
+    assert da.truth_pos[n - 1][0] > 0.2  # it walked

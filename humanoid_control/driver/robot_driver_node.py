@@ -309,7 +309,8 @@ class RobotDriverNode(QuietNode):
             ),
         )
         if self.backend.simulated:
-            self.pub_clock = self.create_publisher(Clock, "/clock", 10)
+            # per tick, transient-local like the other tick streams: the mode manager is a lockstep peer on it
+            self.pub_clock = self.create_publisher(Clock, "/clock", stream)
             self.pub_truth = self.create_publisher(Odometry, "/sim/ground_truth", stream)
             self.pub_contacts = {
                 side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", stream)

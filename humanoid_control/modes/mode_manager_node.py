@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
+import math
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,9 @@ from humanoid_control.modes.mode_machine import (
     Transition,
 )
 from humanoid_control.modes.record import OperationRecord
-from humanoid_control.ros.node_utils import QuietNode, declare, run_node
+from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.ros.service_caller import ServiceCaller
 
 SHARE_OF = {Source.TELEOP: "teleop", Source.AUTONOMY: "autonomy", Source.NONE: "idle"}
 #: parameter name (= attribute of VelocityLimits) -> (default, low, high, description)
@@ -85,69 +87,6 @@ JOY_PARAMS: dict[str, tuple[int, str]] = {
 LATCHED = QoSProfile(
     depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-
-
-class ServiceCaller:
-    """Blocking ``std_srvs/Trigger`` calls from a node's callbacks.
-
-    The clients live on a node of their own, spun by its own executor thread, so a callback of the calling
-    node can wait for a response (with a timeout) without waiting on its own executor. (Awaiting a client's
-    future in an ``async`` service callback never resumed under rclpy 9.1's SingleThreadedExecutor.)
-    """
-
-    def __init__(self, context: Any, name: str, services: dict[str, str]) -> None:
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-        from rclpy.parameter import Parameter
-
-        # wall-clock node: the launch's use_sim_time (a global argument of the process) would make it follow
-        # /clock at the driver's rate, waking this thread 500 times a second for nothing (measured: half of
-        # the mode manager's CPU in realtime)
-        self.node = Node(
-            name,
-            context=context,
-            parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, False)],
-            start_parameter_services=False,
-        )
-        self.clients = {key: self.node.create_client(Trigger, srv) for key, srv in services.items()}
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        with contextlib.suppress(Exception):  # the context shuts down
-            self.executor.spin()
-
-    def ready(self, key: str) -> bool:
-        """The service is discovered."""
-        return bool(self.clients[key].service_is_ready())
-
-    def call(self, key: str, timeout: float) -> tuple[bool, str]:
-        """(success, message) of the service, or (False, why) when it is not there or did not answer."""
-        client = self.clients[key]
-        if not client.service_is_ready():
-            return False, f"{client.srv_name} is not available"
-        done = threading.Event()
-        future = client.call_async(Trigger.Request())
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(timeout) and not future.done():
-            return False, f"{client.srv_name} did not answer within {timeout:g} s"
-        result = future.result()
-        if result is None:
-            return False, f"{client.srv_name} did not answer"
-        return bool(result.success), str(result.message)
-
-    def call_async(self, key: str) -> None:
-        """Call without waiting for the answer (when the service is there)."""
-        client = self.clients[key]
-        if client.service_is_ready():
-            client.call_async(Trigger.Request())
-
-    def close(self) -> None:
-        """Stop the thread's executor and destroy the node."""
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
 
 
 class ModeManagerNode(QuietNode):
@@ -269,7 +208,25 @@ class ModeManagerNode(QuietNode):
         from rclpy.clock import Clock, ClockType
 
         self.create_timer(0.2, self._push_driver_step, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.create_timer(1.0 / rate, self._tick)  # node clock: simulated time in simulation
+        self.period = 1.0 / rate
+        self.lockstep = declare(
+            self,
+            "lockstep",
+            False,
+            "lockstep peer of the driver: /cmd_vel computed on the driver's ticks from the inputs that "
+            "arrived before them, every tick acknowledged (a lockstep run through it is reproducible)",
+            read_only=True,
+        )
+        self._tick_t = 0.0  # lockstep: stamp of the last tick processed (s)
+        self._next_t = 0.5 / rate  # lockstep: the next computing time, mid-way between grid points (s)
+        self._pending: list[tuple[str, Any]] = []  # lockstep: inputs waiting for the next computing tick
+        self.peer = LockstepPeer(self, self.lockstep)
+        if self.lockstep:
+            from rosgraph_msgs.msg import Clock as ClockMsg
+
+            self.create_subscription(ClockMsg, "/clock", self._on_clock, tick_stream_qos(latched=True))
+        else:
+            self.create_timer(self.period, self._tick)  # node clock: simulated time in simulation
         self._publish_state()
         self.get_logger().info(
             f"mode manager: driver {self.driver}, policy runner {self.policy_runner}, /cmd_vel at "
@@ -358,8 +315,29 @@ class ModeManagerNode(QuietNode):
 
     # ------------------------------------------------------------------ helpers
     def now(self) -> float:
-        """Node clock (s): simulated time in simulation."""
+        """Node clock (s): simulated time in simulation; in lockstep the stamp of the last tick processed
+        (the same in every run, whatever the delivery timing)."""
+        if self.lockstep:
+            return self._tick_t
         return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_clock(self, msg: Any) -> None:
+        """Lockstep: one driver tick. At the first tick after each grid point of ``rate_hz`` the inputs that
+        arrived since the last one are applied and ``/cmd_vel`` is computed and published; then the tick is
+        acknowledged. An input a lockstep peer published at grid tick k was sent before that peer
+        acknowledged k, so before tick k + 1 existed: it is applied at k + 1 in every run. The ``/cmd_vel`` of
+        tick k + 1 is on the wire before tick k + 2, long before the policy's next step (the next grid
+        point)."""
+        t = from_time_msg(msg.clock)
+        self._tick_t = t
+        try:
+            if t >= self._next_t - 1e-9:
+                self._flush_inputs()
+                self._tick()
+                half = 0.5 * self.period
+                self._next_t = (math.floor((t - half) / self.period + 1e-6) + 1) * self.period + half
+        finally:
+            self.peer.ack(msg.clock)
 
     def available(self) -> Available:
         """Controllers reachable now."""
@@ -442,6 +420,7 @@ class ModeManagerNode(QuietNode):
     def perform(self, request: Request, origin: str) -> tuple[bool, str]:
         """Carry out one operator request; (success, message). Blocks this node's executor while the
         controllers answer (requests are carried out one at a time, in order)."""
+        self._flush_inputs()  # lockstep: the inputs that came before the request count before it
         t = self.now()
         moving = t - self._moving_t < self.stand_settle_s
         decision = self.machine.decide(request, self.available(), moving)
@@ -530,7 +509,35 @@ class ModeManagerNode(QuietNode):
         self._publish_state()
 
     def _on_teleop(self, msg: Twist) -> None:
-        t = self.now()
+        if self.lockstep:
+            self._pending.append(("teleop", msg))
+            return
+        self._apply_teleop(msg, self.now())
+
+    def _on_autonomy(self, msg: Twist) -> None:
+        if self.lockstep:
+            self._pending.append(("autonomy", msg))
+            return
+        self._apply_autonomy(msg, self.now())
+
+    def _on_joy(self, msg: Joy) -> None:
+        if self.lockstep:
+            self._pending.append(("joy", msg))
+            return
+        self._apply_joy(msg, self.now())
+
+    def _flush_inputs(self) -> None:
+        """Lockstep: apply the buffered inputs, in arrival order, at :meth:`now`. Called at a computing tick
+        and before a request (a service call made while the simulation is held applies the inputs that
+        arrived before it first, as the immediate path would have)."""
+        pending, self._pending = self._pending, []
+        for kind, item in pending:
+            self._apply_input(kind, item, self.now())
+
+    def _apply_input(self, kind: str, msg: Any, t: float) -> None:
+        {"teleop": self._apply_teleop, "autonomy": self._apply_autonomy, "joy": self._apply_joy}[kind](msg, t)
+
+    def _apply_teleop(self, msg: Twist, t: float) -> None:
         accepted, takeover = self.mux.teleop_twist(t, msg.linear.x, msg.linear.y, msg.angular.z)
         if not accepted:
             self.get_logger().warning(
@@ -539,14 +546,13 @@ class ModeManagerNode(QuietNode):
         if takeover:
             self._takeover(t, "/teleop/cmd_vel")
 
-    def _on_autonomy(self, msg: Twist) -> None:
-        if not self.mux.autonomy_twist(self.now(), msg.linear.x, msg.linear.y, msg.angular.z):
+    def _apply_autonomy(self, msg: Twist, t: float) -> None:
+        if not self.mux.autonomy_twist(t, msg.linear.x, msg.linear.y, msg.angular.z):
             self.get_logger().warning(
                 f"refused /autonomy/cmd_vel: {self.mux.counters.last_refusal}", throttle_duration_sec=1.0
             )
 
-    def _on_joy(self, msg: Joy) -> None:
-        t = self.now()
+    def _apply_joy(self, msg: Joy, t: float) -> None:
         buttons = list(msg.buttons)
         command = self.joy_mapping.map(list(msg.axes), buttons, self._joy_buttons)
         if isinstance(command, str):

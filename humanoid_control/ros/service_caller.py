@@ -1,0 +1,84 @@
+"""Blocking service calls from a node's callbacks (:class:`ServiceCaller`)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+from std_srvs.srv import Trigger
+
+
+class ServiceCaller:
+    """Blocking service calls (``std_srvs/Trigger`` and others) from a node's callbacks.
+
+    The clients live on a node of their own, spun by its own executor thread, so a callback of the calling
+    node can wait for a response (with a timeout) without waiting on its own executor. (Awaiting a client's
+    future in an ``async`` service callback never resumed under rclpy 9.1's SingleThreadedExecutor.)
+    """
+
+    def __init__(self, context: Any, name: str, services: dict[str, str | tuple[Any, str]]) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+        from rclpy.parameter import Parameter
+
+        # wall-clock node: the launch's use_sim_time (a global argument of the process) would make it follow
+        # /clock at the driver's rate, waking this thread 500 times a second for nothing (measured: half of
+        # the mode manager's CPU in realtime)
+        self.node = Node(
+            name,
+            context=context,
+            parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, False)],
+            start_parameter_services=False,
+        )
+        self.clients = {
+            key: self.node.create_client(*(spec if isinstance(spec, tuple) else (Trigger, spec)))
+            for key, spec in services.items()
+        }
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        with contextlib.suppress(Exception):  # the context shuts down
+            self.executor.spin()
+
+    def ready(self, key: str) -> bool:
+        """The service is discovered."""
+        return bool(self.clients[key].service_is_ready())
+
+    def call(self, key: str, timeout: float) -> tuple[bool, str]:
+        """(success, message) of a ``std_srvs/Trigger`` service, or (False, why) when it is not there or did
+        not answer."""
+        result = self.request(key, Trigger.Request(), timeout)
+        if isinstance(result, str):
+            return False, result
+        return bool(result.success), str(result.message)
+
+    def request(self, key: str, request: Any, timeout: float) -> Any:
+        """The response of any service, or a string saying why there is none (not there, no answer within
+        ``timeout`` s of wall time)."""
+        client = self.clients[key]
+        if not client.service_is_ready():
+            return f"{client.srv_name} is not available"
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout) and not future.done():
+            return f"{client.srv_name} did not answer within {timeout:g} s"
+        result = future.result()
+        if result is None:
+            return f"{client.srv_name} did not answer"
+        return result
+
+    def call_async(self, key: str) -> None:
+        """Call without waiting for the answer (when the service is there)."""
+        client = self.clients[key]
+        if client.service_is_ready():
+            client.call_async(Trigger.Request())
+
+    def close(self) -> None:
+        """Stop the thread's executor and destroy the node."""
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
