@@ -182,7 +182,8 @@ class PolicyRunnerNode(QuietNode):
             if state_qos == "reliable"
             else QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         )
-        self.create_subscription(Imu, "/imu/data", self._on_imu, stream)
+        self._stream_qos = stream
+        self._state_subs: list[Any] = []
         self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
         self.create_subscription(
             String,
@@ -192,7 +193,17 @@ class PolicyRunnerNode(QuietNode):
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, stream)
+        # idle in realtime (started by the mode manager, not yet started or stopped): the 500 Hz state streams
+        # are not read (measured: 28 % of a core for reading them while idle); in lockstep the runner is a
+        # peer and reads every tick
+        self._idle_unsubscribe = not self.lockstep and not self.runner.settings.autostart
+        if not self._idle_unsubscribe:
+            self._subscribe_states()
+        else:
+            self.get_logger().info("idle until ~/start: /joint_states and /imu/data are not read until then")
+            from rclpy.clock import Clock, ClockType
+
+            self.create_timer(0.2, self._unsubscribe_when_idle, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_service(Trigger, "~/reset", self._on_reset)
@@ -234,6 +245,27 @@ class PolicyRunnerNode(QuietNode):
                 else ""
             )
         )
+
+    # ------------------------------------------------------------------ state streams
+    def _subscribe_states(self) -> None:
+        """Read ``/imu/data`` then ``/joint_states`` (created after ``/cmd_vel`` and the driver's mode, whose
+        messages must be served first; docs/architecture.md, "Lockstep contract" rule 3)."""
+        if self._state_subs:
+            return
+        self._state_subs = [
+            self.create_subscription(Imu, "/imu/data", self._on_imu, self._stream_qos),
+            self.create_subscription(JointState, "/joint_states", self._on_joint_states, self._stream_qos),
+        ]
+
+    def _unsubscribe_when_idle(self) -> None:
+        """Realtime, no autostart: stop reading the state streams once the policy is stopped (``hold``)."""
+        if self._state_subs and self.runner.state == RunnerState.HOLD and not self.runner.start_requested:
+            for sub in self._state_subs:
+                self.destroy_subscription(sub)
+            self._state_subs = []
+            self.runner.imu = None  # a stale sample must not count at the next start
+            self._last_cb_wall = None
+            self.get_logger().info("idle: /joint_states and /imu/data no longer read until ~/start")
 
     # ------------------------------------------------------------------ gains
     def _gains_msg(self) -> Any:
@@ -419,6 +451,8 @@ class PolicyRunnerNode(QuietNode):
                     resp.success, resp.message = False, f"start: {why}"
                     return resp
         resp.success, resp.message = self.runner.start()
+        if resp.success:
+            self._subscribe_states()
         self._publish_state()
         return resp
 

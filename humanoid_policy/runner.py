@@ -135,6 +135,11 @@ class PolicyRunner:
             return True, "already running"
         return False, f"refused: runner in fault ({self.reason}); reset first"
 
+    @property
+    def start_requested(self) -> bool:
+        """A start was requested and the policy has not begun yet."""
+        return self._start_requested
+
     def stop(self) -> tuple[bool, str]:
         """Stop the policy; the driver is to ramp back to its ``hold`` (the node asks it)."""
         if self.state in (RunnerState.RUN, RunnerState.RAMP):
