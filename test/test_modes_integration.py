@@ -196,6 +196,19 @@ def measured_step(probe: GraphProbe, t_switch: float, ticks: int) -> tuple[float
     return float(steps[k, j]), names[j]
 
 
+def check_switch(probe: GraphProbe, s: dict[str, Any], label: str = "") -> str:
+    """A driver switch (``/robot_driver/switch``) described with its step measured on ``/joint_states``;
+    asserts both are within the bound. Returns the description (the test prints it)."""
+    measured, joint = measured_step(probe, s["t"], s["blend_ticks"])
+    text = (
+        f"{label}switch {s['from']} -> {s['to']} at {s['t']:.3f} s: unblended {s['unblended_step']:.3f} "
+        f"({s['unblended_joint']}), blended over {s['blend_ticks']} ticks: largest step "
+        f"{s['max_step']:.3f} ({s['max_step_joint']}), measured on /joint_states {measured:.3f} ({joint})"
+    )
+    assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, text
+    return text
+
+
 def launch(tmp_path: Path, **args: str) -> LaunchedGraph:
     isolated_ros_env(tmp_path / "ros_logs")
     arguments = {
@@ -364,28 +377,14 @@ def test_operating_sequence_bad_inputs_and_the_mode_manager_killed(tmp_path: Pat
     assert {"mode", "source", "autonomy", "takeover", "estop", "refusal", "switch"} <= kinds
 
     assert [(s["from"], s["to"]) for s in switches[:2]] == [("hold", "active"), ("damping", "ramp")], switches
-    for s in switches[:2]:
-        measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
-        figures.append(
-            f"switch {s['from']} -> {s['to']} at {s['t']:.3f} s: unblended {s['unblended_step']:.3f} "
-            f"({s['unblended_joint']}), blended over {s['blend_ticks']} ticks: largest step "
-            f"{s['max_step']:.3f} ({s['max_step_joint']}), measured on /joint_states {measured:.3f} ({joint})"
-        )
-        assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
+    figures += [check_switch(op.probe, s) for s in switches[:2]]
     estop_t = next(e["t"] for e in record["events"] if e["kind"] == "estop")
     step, joint = measured_step(op.probe, estop_t, 5)
     figures.append(f"e-stop (damping, never blended): step {step:.3f} ({joint})")
     figures.append(f"record: shares {shares}, counts {counts}")
     hand_back = [s for s in switches if (s["from"], s["to"]) == ("active", "ramp")]
-    s = hand_back[0]
-    measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
-    figures.append(
-        f"mode manager killed -> policy stopped, driver hold: switch active -> ramp unblended "
-        f"{s['unblended_step']:.3f}, largest step {s['max_step']:.3f} ({s['max_step_joint']}), measured "
-        f"{measured:.3f} ({joint}) over {s['blend_ticks']} ticks"
-    )
     print("\n".join(figures))
-    assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
+    print(check_switch(op.probe, hand_back[0], "mode manager killed -> policy stopped, driver hold: "))
 
 
 def _descendant(pid: int, needle: str) -> int:
@@ -529,16 +528,7 @@ def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_pat
     pairs = [(s["from"], s["to"]) for s in switches]
     # WBC takes over, hands back; the policy takes over, hands back; the WBC takes over
     assert pairs[:5] == [("hold", "active"), ("active", "ramp")] * 2 + [("hold", "active")], pairs
-    figures = []
-    for s in switches[:5]:
-        measured, joint = measured_step(op.probe, s["t"], s["blend_ticks"])
-        figures.append(
-            f"{s['from']} -> {s['to']} at {s['t']:.3f} s: unblended {s['unblended_step']:.3f} "
-            f"({s['unblended_joint']}), {s['blend_ticks']} ticks, largest step {s['max_step']:.3f} "
-            f"({s['max_step_joint']}), measured {measured:.3f} ({joint})"
-        )
-        assert s["max_step"] <= BOUND + 1e-9 and measured <= BOUND + 1e-6, figures[-1]
-    print("\n".join(figures))
+    print("\n".join(check_switch(op.probe, s) for s in switches[:5]))
 
 
 def _short_operated_run(out: Path) -> tuple[Operator, dict[str, Any]]:
