@@ -17,21 +17,26 @@ Modes (:class:`WalkMode`):
   feet together, and the controller stands once the plan has ended.
 
 DCM tracking (horizontal, odom frame): with the plan's CoM ``c_r``, velocity ``cd_r`` and acceleration
-``cdd_r`` (LIPM, ``omega = sqrt(g / z_c)``), ``xi_r = c_r + cd_r / omega`` and ``p_r = c_r - cdd_r / omega^2``;
-the ZMP ``p = p_r + (1 + k / omega) (xi - xi_r)`` (``k / omega`` = ``dcm_gain``) clamped into the support
-polygon of the feet in contact shrunk by ``cop_margin`` gives ``cdd = omega^2 (c - p)``. Height: PD to the
-plan's CoM height.
+``cdd_r`` (LIPM, ``omega = sqrt(g / z_c)``), ``xi_r = c_r + cd_r / omega`` and
+``p_r = c_r - cdd_r / omega^2``; the ZMP ``p = p_r + (1 + k / omega) (xi - xi_r)`` (``k / omega`` =
+``dcm_gain``) clamped into the support polygon of the feet in contact shrunk by ``cop_margin`` gives
+``cdd = omega^2 (c - p)``. Height: PD to the plan's CoM height.
 
-Push recovery: in single support the DCM at the planned touchdown is predicted from the measured one, and
-when the next step would not capture it the step is moved (and its timing changed) by
-:class:`~humanoid_control.walking.step_adjustment.DcmStepAdjuster`; standing, a DCM outside the feet
-starts a step with the foot on its side.
+Foot placement feedback: in single support (within ``adjust_window`` of the swing phase) the DCM error is
+predicted at touchdown, ``(xi - xi_r) e^(omega t_left)``, and the swing foot's touchdown moves by it (less a
+``capture_tolerance`` dead band, projected onto the step limits); the move is blended into the swing
+trajectory with the same quintic, velocity and acceleration included. At each touchdown the next steps are
+planned from the *measured* feet (the walking frame anchored on the foot that landed) and the ZMP preview
+is re-solved from the measured CoM position and velocity.
+
+Not yet: pushes while standing (the standing mode does not step), step timing adaptation, yaw momentum.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -49,7 +54,6 @@ from humanoid_control.walking.footsteps import (
 )
 from humanoid_control.walking.generator import WalkingGenerator, WalkingReference
 from humanoid_control.walking.geometry import Pose2D
-from humanoid_control.walking.step_adjustment import DcmStepAdjuster
 from humanoid_control.walking.swing import _blend
 from humanoid_control.wbc.balance import _clamp, _edge_lines, _hull, _offset
 from humanoid_control.wbc.command import CommandGenerator, CommandSettings, JointCommand
@@ -76,10 +80,9 @@ class WalkingSettings:
         replan_period: ZMP preview re-solve period (s), a multiple of the control period.
         n_steps: footsteps planned ahead (their span should exceed the preview horizon).
         stale_command_s: a command older than this (s) counts as zero: the robot finishes its step and stands.
-        touchdown_depth: the swing trajectory ends this far below the ground (m), so the sole lands.
-        step_adjustment: move the next step when the measured DCM would not be captured.
-        capture_tolerance: DCM error at touchdown (m) beyond which the step is adjusted.
-        stand_step_threshold: standing, a DCM this far outside the shrunk feet polygon (m) starts a step.
+        step_adjustment: move the swing foot's touchdown by the DCM error predicted at touchdown.
+        capture_tolerance: dead band of that error (m).
+        adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
     """
 
     dcm_gain: float = 1.0
@@ -90,11 +93,9 @@ class WalkingSettings:
     replan_period: float = 0.02
     n_steps: int = 6
     stale_command_s: float = 0.5
-    touchdown_depth: float = 0.0
     step_adjustment: bool = True
     capture_tolerance: float = 0.0
     adjust_window: tuple[float, float] = (0.1, 0.8)
-    stand_step_threshold: float = 0.0
 
 
 @dataclass
@@ -148,7 +149,6 @@ class WalkingController:
         self.dt = self.commands.settings.dt
         self.planner = FootstepPlanner.from_config(config)
         self.generator = WalkingGenerator(config)
-        self.adjuster = DcmStepAdjuster(self.planner, self.generator.lipm) if s.step_adjustment else None
         self._replan_every = max(1, round(s.replan_period / self.dt))
         self._soles = {side: [(float(x), float(y)) for x, y in config.feet[side].polygon] for side in SIDES}
         self.mode = WalkMode.STAND
@@ -252,8 +252,6 @@ class WalkingController:
     # ------------------------------------------------------------------ per tick
     def step(self, q: np.ndarray, v: np.ndarray) -> JointCommand:
         """One tick from the pinocchio state ``q`` (nq,), ``v`` (nv,)."""
-        import time
-
         qp, s = self.qp, self.settings
         t0 = time.perf_counter()
         qp.update_dynamics(q, v)
@@ -383,7 +381,7 @@ class WalkingController:
         elif self._tick % self._replan_every == 0:
             gen.replan(t)
         ref = gen.reference(t)
-        if phase.swing is not None and phase.swing_trajectory is not None and self.adjuster is not None:
+        if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
             ref = self._adjust_swing(ref, phase, xi, omega)
         return ref
 
@@ -394,8 +392,12 @@ class WalkingController:
         s_now = traj.phase(self.t)
         if s_now < self.settings.adjust_window[1]:
             err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
-            if s_now < self.settings.adjust_window[0] or float(np.hypot(*err)) < self.settings.capture_tolerance:
-                err = err * 0.0 if s_now < self.settings.adjust_window[0] else err
+            size = float(np.hypot(*err))
+            tol = self.settings.capture_tolerance
+            # dead band: errors the ankle strategy absorbs at the next stance do not move the foot
+            err = err * (max(size - tol, 0.0) / size) if size > 1e-9 else err * 0.0
+            if s_now < self.settings.adjust_window[0]:
+                err = err * 0.0
             target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
             stance = other_side(side)
             step, _ = self.planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))

@@ -37,6 +37,7 @@ class WalkLog:
     zmp_ref: list[np.ndarray] = field(default_factory=list)
     modes: list[str] = field(default_factory=list)
     qp_ok: list[bool] = field(default_factory=list)
+    swing_force: list[float] = field(default_factory=list)
     fell: bool = False
 
 
@@ -88,6 +89,9 @@ def run_walking(
         log.zmp_cmd.append(st.zmp_cmd)
         log.zmp_ref.append(st.zmp_ref)
         log.modes.append(st.mode.value)
+        swinging = [side for side, down in st.contacts.items() if not down]
+        wrenches = backend.contact_wrenches() if swinging else {}
+        log.swing_force.append(max((float(wrenches[side].force[2]) for side in swinging), default=0.0))
         log.qp_ok.append(ctl.last_output is not None and ctl.last_output.ok)
         if cmd.mode == CommandMode.DAMPING or backend.base_height() < config.simulation.fall_height:
             log.fell = True
