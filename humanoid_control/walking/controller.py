@@ -83,6 +83,11 @@ class WalkingSettings:
         step_adjustment: move the swing foot's touchdown by the DCM error predicted at touchdown.
         capture_tolerance: dead band of that error (m).
         adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
+        adjust_gain: scale of the touchdown move per axis (x, y of the odom frame).
+        friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
+            Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
+            to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
+            cone's edge) and the robot fell; with 0.3 it turned by less than 0.12 rad and walked on.
     """
 
     dcm_gain: float = 1.0
@@ -96,6 +101,8 @@ class WalkingSettings:
     step_adjustment: bool = True
     capture_tolerance: float = 0.0
     adjust_window: tuple[float, float] = (0.1, 0.8)
+    adjust_gain: tuple[float, float] = (1.0, 1.0)
+    friction: float = 0.3
 
 
 @dataclass
@@ -144,6 +151,9 @@ class WalkingController:
         self.config = config
         self.settings = s = settings or WalkingSettings()
         self.pmodel = pmodel or load_pinocchio_model(config)
+        wbc = wbc or WbcSettings()
+        if wbc.friction is None:
+            wbc = replace(wbc, friction=s.friction)
         self.qp = WholeBodyQP(config, self.pmodel, wbc, solver)
         self.commands = CommandGenerator(config, command)
         self.dt = self.commands.settings.dt
@@ -392,6 +402,7 @@ class WalkingController:
         s_now = traj.phase(self.t)
         if s_now < self.settings.adjust_window[1]:
             err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
+            err = err * np.array(self.settings.adjust_gain)
             size = float(np.hypot(*err))
             tol = self.settings.capture_tolerance
             # dead band: errors the ankle strategy absorbs at the next stance do not move the foot
