@@ -40,6 +40,35 @@ LOCOMOTION_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
     ("backward", 4.0, (-0.3, 0.0, 0.0)),
     ("stop", 2.0, (0.0, 0.0, 0.0)),
 ]
+# a forward ramp: each speed held 4 s (the last 3 s are measured); max_forward_mps = the fastest held
+TOP_SPEED_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
+    ("stand", 2.0, (0.0, 0.0, 0.0)),
+    *[(f"forward_{v:.1f}", 4.0, (v, 0.0, 0.0)) for v in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)],
+    ("stop", 2.0, (0.0, 0.0, 0.0)),
+]
+HOLD_S = 3.0  # top speed: a speed counts when held this long (s) at the end of its segment
+
+
+def max_forward_speed(
+    script: list[tuple[str, float, tuple[float, float, float]]],
+    t: np.ndarray,
+    vel: np.ndarray,
+    fell_at: float,
+) -> dict[str, Any]:
+    """Top speed of a forward ramp: per ``forward_*`` segment finished before ``fell_at`` (s since the
+    script started; inf: no fall), the mean forward speed (m/s, heading frame) over its last ``HOLD_S``
+    seconds; ``max_forward_mps`` is the largest of them."""
+    start, held = 0.0, {}
+    for name, duration, _cmd in script:
+        end = start + duration
+        if name.startswith("forward") and end <= fell_at:
+            sel = (t >= end - HOLD_S) & (t < end)
+            if sel.any():
+                held[name] = round(float(vel[sel, 0].mean()), 4)
+        start = end
+    return {"max_forward_mps": max(held.values()) if held else 0.0, "held_mps": held, "hold_s": HOLD_S}
+
+
 SHORT_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
     ("stand", 1.0, (0.0, 0.0, 0.0)),
     ("forward", 4.0, (0.5, 0.0, 0.0)),
@@ -337,6 +366,9 @@ def run_locomotion(
         f"{label} ({clock}): commanded vs achieved",
     )
     _plot_path(out_dir / f"trajectory_{name}.png", pos, f"{label} ({clock}): base path, top view")
+    if script is TOP_SPEED_SCRIPT:
+        fell_at = survived if fell else float("inf")
+        result.update(max_forward_speed(script, tt, vel, fell_at))
     if recorder is not None:
         result["walking"] = _walking_summary(
             recorder,
@@ -391,6 +423,13 @@ def main(argv: list[str] | None = None) -> int:
     loco.add_argument("--out", default="results/eval", help="folder for plots, JSON and logs")
     loco.add_argument("--settle", type=float, default=1.0, help="seconds skipped at each segment start")
     loco.add_argument("--short", action="store_true", help="a 10 s script (stand, forward, turn, stop)")
+    loco.add_argument(
+        "--script",
+        default="default",
+        choices=["default", "short", "top-speed"],
+        help="the command script: default (22 s), short (= --short) or top-speed (a forward ramp 0.3 to "
+        "0.8 m/s, 4 s per speed; reports max_forward_mps, the fastest speed held 3 s)",
+    )
     est = sub.add_parser(
         "estimator",
         help="60 s standing, 60 s walking with a noisy IMU, then walking over a low-friction patch; "
@@ -479,13 +518,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"humanoid-eval: error: {exc}", file=sys.stderr)
         return 2
     name = "mpc_walk" if walking else args.policy.replace("/", "_")
-    out = Path(args.out) / f"locomotion_{name}_{args.clock}"
+    suffix = "_top_speed" if args.script == "top-speed" else ""
+    out = Path(args.out) / f"locomotion_{name}_{args.clock}{suffix}"
     result = run_locomotion(
         args.policy,
         controller=args.controller,
         clock=args.clock,
         out_dir=out,
-        script=SHORT_SCRIPT if args.short else None,
+        script=TOP_SPEED_SCRIPT
+        if args.script == "top-speed"
+        else (SHORT_SCRIPT if args.short or args.script == "short" else None),
         settle_s=args.settle,
         robot=args.robot,
         log=lambda m: print(m, file=sys.stderr),

@@ -82,9 +82,9 @@ class WalkingSettings:
         n_steps: footsteps planned ahead (their span should exceed the preview horizon).
         stale_command_s: a command older than this (s) counts as zero: the robot finishes its step and stands.
         step_adjustment: move the swing foot's touchdown by the DCM error predicted at touchdown.
-        capture_tolerance: dead band of that error (m).
+        capture_tolerance: dead band of that error (m), forward and lateral in the stance sole's frame.
         adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
-        adjust_gain: scale of the touchdown move per axis (x, y of the odom frame).
+        adjust_gain: scale of the touchdown move, forward and lateral in the stance sole's frame.
         recovery_steps: standing, step when the DCM leaves the feet's support polygon.
         recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
         recovery_transfer: weight transfer before the capture step's swing (s).
@@ -104,7 +104,7 @@ class WalkingSettings:
     n_steps: int = 6
     stale_command_s: float = 0.5
     step_adjustment: bool = True
-    capture_tolerance: float = 0.0
+    capture_tolerance: tuple[float, float] = (0.0, 0.0)
     adjust_window: tuple[float, float] = (0.1, 0.8)
     adjust_gain: tuple[float, float] = (1.0, 1.0)
     friction: float = 0.3
@@ -530,11 +530,15 @@ class WalkingController:
                 self._swing_offset[:] = (adj.step.pose.x - traj.end.x, adj.step.pose.y - traj.end.y)
         elif s_now < self.settings.adjust_window[1]:
             err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
-            err = err * np.array(self.settings.adjust_gain)
-            size = float(np.hypot(*err))
-            tol = self.settings.capture_tolerance
-            # dead band: errors the ankle strategy absorbs at the next stance do not move the foot
-            err = err * (max(size - tol, 0.0) / size) if size > 1e-9 else err * 0.0
+            # per axis of the stance sole (forward, lateral): gain, then a dead band - errors the ankle
+            # strategy absorbs at the next stance do not move the foot
+            yaw = phase.feet[other_side(side)].yaw
+            c, sn = math.cos(yaw), math.sin(yaw)
+            local = np.array([c * err[0] + sn * err[1], -sn * err[0] + c * err[1]])
+            local *= np.array(self.settings.adjust_gain)
+            tol = np.array(self.settings.capture_tolerance)
+            local = np.sign(local) * np.maximum(np.abs(local) - tol, 0.0)
+            err = np.array([c * local[0] - sn * local[1], sn * local[0] + c * local[1]])
             if s_now < self.settings.adjust_window[0]:
                 err = err * 0.0
             target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
