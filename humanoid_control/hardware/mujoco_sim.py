@@ -16,6 +16,7 @@ import numpy as np
 
 from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.push import PushRequest
+from humanoid_control.hardware.scene import SceneSpec
 from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState, Wrench
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import (
@@ -59,10 +60,14 @@ class MujocoBackend(RobotBackend):
         imu_noise: ImuNoise | None = None,
         initial_joint_positions: np.ndarray | None = None,
         friction_patch: FrictionPatch | None = None,
+        scene: SceneSpec | None = None,
     ) -> None:
         self.config = config
         self.friction_patch = friction_patch
-        self.mj = load_mujoco_model(config, scene=True, torque_actuators=True, friction_patch=friction_patch)
+        self.scene = scene
+        self.mj = load_mujoco_model(
+            config, scene=True, torque_actuators=True, friction_patch=friction_patch, scene_spec=scene
+        )
         self.model = self.mj.model
         self.data = mujoco.MjData(self.model)
         self.effort = config.array("effort")
