@@ -16,6 +16,7 @@ import numpy as np
 
 from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.push import PushRequest
+from humanoid_control.hardware.scene import SceneSpec
 from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState, Wrench
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import (
@@ -59,6 +60,7 @@ class MujocoBackend(RobotBackend):
         imu_noise: ImuNoise | None = None,
         initial_joint_positions: np.ndarray | None = None,
         friction_patch: FrictionPatch | None = None,
+        scene: SceneSpec | None = None,
         initial_pose: tuple[float, float, float] = (0.0, 0.0, 0.0),
     ) -> None:
         self.config = config
@@ -67,7 +69,10 @@ class MujocoBackend(RobotBackend):
             raise ValueError(f"initial_pose must be finite (x m, y m, yaw rad), got {initial_pose}")
         self.initial_pose = (x0, y0, yaw0)
         self.friction_patch = friction_patch
-        self.mj = load_mujoco_model(config, scene=True, torque_actuators=True, friction_patch=friction_patch)
+        self.scene = scene
+        self.mj = load_mujoco_model(
+            config, scene=True, torque_actuators=True, friction_patch=friction_patch, scene_spec=scene
+        )
         self.model = self.mj.model
         self.data = mujoco.MjData(self.model)
         self.effort = config.array("effort")
