@@ -8,8 +8,8 @@ publishes and renders RGB and depth outside the driver's loop:
   base body). The simulator's ground truth is what a simulated sensor sees: the camera is part of the
   simulator. No controller, estimator, perception or autonomy node reads ``/sim/*``.
 - publishes ``/camera/color/image_raw`` (sensor_msgs/Image, ``rgb8``), ``/camera/depth/image_raw``
-  (``32FC1``, metres along the optical axis, NaN outside the depth range) and the two ``camera_info`` topics
-  beside them (sensor_msgs/CameraInfo, ``plumb_bob``), frame ``head_camera_optical_frame`` (REP-103: z
+  (``32FC1``, metres along the optical axis, 0 where there is no measurement: outside the depth range) and
+  the two ``camera_info`` topics beside them (sensor_msgs/CameraInfo, ``plumb_bob``), frame ``head_camera_optical_frame`` (REP-103: z
   forward, x right, y down), stamped with the simulated time of the rendered state; ``/diagnostics``
   (frames, dropped frames, render time).
 - ``rate_hz`` frames per second of simulated time. Frames are due at the ticks on that grid (stamps that are
@@ -122,7 +122,7 @@ class CameraNode(QuietNode):
         self.depth_on = declare(self, "depth", True, "also render and publish depth", read_only=True)
         self.lockstep = declare(self, "lockstep", False, "lockstep peer of the driver", read_only=True)
         self.frame_id = declare(
-            self, "frame_id", "head_camera_optical_frame", "optical frame id (REP-103)", read_only=True
+            self, "frame_id", spec.optical_frame, "optical frame id (REP-103)", read_only=True
         )
         self.period_ms = frame_period_ms(rate)
         self.period = self.period_ms / 1000.0
@@ -209,11 +209,12 @@ class CameraNode(QuietNode):
             missed = round((t - self._rendered_t) / self.period) - 1
             self.dropped += max(0, missed)
         stamp = to_time_msg(t)
-        self.pub_rgb.publish(image_message(rgb, "rgb8", stamp, self.frame_id))
+        # CameraInfo first: a reader that keeps the latest one has it when the image comes
         self.pub_rgb_info.publish(camera_info_message(self.intrinsics, stamp, self.frame_id))
+        self.pub_rgb.publish(image_message(rgb, "rgb8", stamp, self.frame_id))
         if depth is not None and self.pub_depth is not None and self.pub_depth_info is not None:
-            self.pub_depth.publish(image_message(depth, "32FC1", stamp, self.frame_id))
             self.pub_depth_info.publish(camera_info_message(self.intrinsics, stamp, self.frame_id))
+            self.pub_depth.publish(image_message(depth, "32FC1", stamp, self.frame_id))
         self._rendered_t = t
         self.frames += 1
         self.render_ms.append(1000.0 * (time.perf_counter() - w0))
@@ -306,14 +307,14 @@ class SimCameraState:
 def build_sim_camera(
     config: Any, scene: str, spec: Any, width: int | None = None, height: int | None = None
 ) -> SimCameraState:
-    """The camera's model (robot + scene + head camera, as the driver loads it plus the camera) and its
+    """The camera's model (robot + scene + head camera: the driver's world plus the camera) and its
     renderer at ``width`` x ``height`` (None: the configured size)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from humanoid_control.model.robot_model import load_mujoco_model
-    from humanoid_perception.camera import SimCamera
+    from humanoid_control.hardware.scene import load_scene
+    from humanoid_perception.camera import SimCamera, load_camera_model
 
-    mj = load_mujoco_model(config, scene=True, torque_actuators=False, scene_file=scene or None, camera=spec)
-    camera = SimCamera(mj.model, None, spec, width=width, height=height)
+    mj, cam = load_camera_model(config, load_scene(scene), spec)
+    camera = SimCamera(mj.model, None, cam, width=width, height=height)
     return SimCameraState(config, mj, camera)
 
 

@@ -1,12 +1,12 @@
-"""Checking and decoding camera frames as they come in ``sensor_msgs/Image`` / ``CameraInfo`` fields (pure: no
-rclpy). Every defect is an :class:`ImageError` with a reason the perception node reports on ``/diagnostics``;
-nothing here raises anything else for bad input.
+"""Checking and decoding camera frames as they come in ``sensor_msgs/Image`` fields (pure: no rclpy).
+
+Every defect is an :class:`ImageError` with a reason the perception node reports on ``/diagnostics``; nothing
+here raises anything else for bad input.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,38 +16,12 @@ DEPTH_ENCODINGS = {"32FC1": 4, "16UC1": 2}
 
 
 class ImageError(ValueError):
-    """A frame or a CameraInfo that cannot be used; ``kind`` names the defect for diagnostics
-    (``encoding``, ``size``, ``corrupt``, ``camera_info``)."""
+    """A frame that cannot be used; ``kind`` names the defect for diagnostics (``encoding``, ``size``,
+    ``corrupt``)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-@dataclass(frozen=True)
-class Intrinsics:
-    """Pinhole intrinsics from a CameraInfo: image size (px), K (3x3, px), distortion D (plumb_bob)."""
-
-    width: int
-    height: int
-    K: np.ndarray
-    D: np.ndarray
-
-
-def intrinsics_from_fields(width: int, height: int, k: list[float], d: list[float]) -> Intrinsics:
-    """Intrinsics from CameraInfo fields; ImageError (``camera_info``) when unusable."""
-    if width <= 0 or height <= 0:
-        raise ImageError("camera_info", f"CameraInfo with size {width}x{height}")
-    kk = np.asarray(k, dtype=float)
-    if kk.size != 9 or not np.all(np.isfinite(kk)):
-        raise ImageError("camera_info", "CameraInfo K is not 9 finite numbers")
-    kk = kk.reshape(3, 3)
-    if kk[0, 0] <= 0 or kk[1, 1] <= 0 or kk[2, 2] != 1.0:
-        raise ImageError("camera_info", f"CameraInfo K is not a camera matrix: {kk.ravel().tolist()}")
-    dd = np.asarray(d, dtype=float)
-    if not np.all(np.isfinite(dd)) or dd.size not in (0, 4, 5, 8, 12, 14):
-        raise ImageError("camera_info", f"CameraInfo D has {dd.size} values or non-finite ones")
-    return Intrinsics(int(width), int(height), kk, dd if dd.size else np.zeros(5))
 
 
 def _check_layout(

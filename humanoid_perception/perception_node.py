@@ -45,15 +45,11 @@ from typing import Any
 import numpy as np
 
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
+from humanoid_perception.camera import CameraIntrinsics
 from humanoid_perception.camera_mount import CameraMount, matrix_to_quat_xyzw, quat_xyzw_to_matrix
 from humanoid_perception.camera_node import ACK_MARGIN_S, frame_period_ms, next_due
-from humanoid_perception.image_input import (
-    ImageError,
-    Intrinsics,
-    decode_color,
-    decode_depth,
-    intrinsics_from_fields,
-)
+from humanoid_perception.errors import PerceptionInputError
+from humanoid_perception.image_input import ImageError, decode_color, decode_depth
 
 ERROR_KINDS = ("encoding", "size", "corrupt", "camera_info", "state", "internal")
 
@@ -112,16 +108,38 @@ class PerceptionNode(QuietNode):
             self, "scene", "", "scene file whose markers set dictionary and size; empty: the parameters", True
         )
         dictionary = declare(self, "dictionary", "DICT_APRILTAG_36h11", "marker dictionary (cv2.aruco)", True)
-        length = declare(self, "marker_length_m", 0.25, "side of the markers' black square (m)", 0.005, 5.0, True)
-        rate = declare(self, "rate_hz", 5.0, "the camera's frame rate (dropped-frame count, lockstep grid)", 0.1, 100.0, True)
+        length = declare(
+            self, "marker_length_m", 0.25, "side of the markers' black square (m)", 0.005, 5.0, True
+        )
+        rate = declare(
+            self,
+            "rate_hz",
+            5.0,
+            "the camera's frame rate (dropped-frame count, lockstep grid)",
+            0.1,
+            100.0,
+            True,
+        )
         self.lockstep = declare(self, "lockstep", False, "lockstep peer of the driver", read_only=True)
-        self.heightmap_on = declare(self, "heightmap", True, "build the height map from depth", read_only=True)
+        self.heightmap_on = declare(
+            self, "heightmap", True, "build the height map from depth", read_only=True
+        )
         self.heightmap_every = declare(self, "heightmap_every", 1, "depth frames per height map", 1, 1000)
         self.state_tolerance = declare(
-            self, "state_tolerance_s", 0.02, "realtime: largest stamp gap image <-> /odom, /joint_states (s)", 0.0, 1.0
+            self,
+            "state_tolerance_s",
+            0.02,
+            "realtime: largest stamp gap image <-> /odom, /joint_states (s)",
+            0.0,
+            1.0,
         )
         self.state_wait = declare(
-            self, "state_wait_s", 1.0, "wall time a frame waits for the robot state of its stamp (s)", 0.0, 30.0
+            self,
+            "state_wait_s",
+            1.0,
+            "wall time a frame waits for the robot state of its stamp (s)",
+            0.0,
+            30.0,
         )
         self.odom_frame = declare(self, "odom_frame", "odom", "frame of /odom", read_only=True)
         self.period_ms = frame_period_ms(rate)
@@ -137,12 +155,12 @@ class PerceptionNode(QuietNode):
         self.marker_length = float(length)
         self.mount = make_camera_mount(self.config)
         self.joint_order = JointOrder(self.config.joint_names)
-        self.heightmap = make_heightmap() if self.heightmap_on else None
+        self.heightmap: HeightMapAdapter | None = make_heightmap() if self.heightmap_on else None
 
         self.odom = StateBuffer()
         self.joints = StateBuffer()
-        self.color_info: Intrinsics | None = None
-        self.depth_info: Intrinsics | None = None
+        self.color_info: CameraIntrinsics | None = None
+        self.depth_info: CameraIntrinsics | None = None
         self.info_error = ""
         self.pending: list[tuple[str, Any, float]] = []  # (kind, msg, wall time received)
         self.frames = 0
@@ -183,7 +201,9 @@ class PerceptionNode(QuietNode):
     # ------------------------------------------------------------------ state
     def _on_odom(self, msg: Any) -> None:
         p, o = msg.pose.pose.position, msg.pose.pose.orientation
-        self.odom.add(from_time_msg(msg.header.stamp), (np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w])))
+        self.odom.add(
+            from_time_msg(msg.header.stamp), (np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w]))
+        )
         self._retry_pending()
 
     def _on_joints(self, msg: Any) -> None:
@@ -207,16 +227,16 @@ class PerceptionNode(QuietNode):
     # ------------------------------------------------------------------ camera info
     def _on_color_info(self, msg: Any) -> None:
         try:
-            self.color_info = intrinsics_from_fields(msg.width, msg.height, list(msg.k), list(msg.d))
+            self.color_info = CameraIntrinsics.from_camera_info(msg.width, msg.height, msg.k, msg.d)
             self.info_error = ""
-        except ImageError as exc:
+        except PerceptionInputError as exc:
             self.color_info = None
             self.info_error = str(exc)
 
     def _on_depth_info(self, msg: Any) -> None:
         try:
-            self.depth_info = intrinsics_from_fields(msg.width, msg.height, list(msg.k), list(msg.d))
-        except ImageError:
+            self.depth_info = CameraIntrinsics.from_camera_info(msg.width, msg.height, msg.k, msg.d)
+        except PerceptionInputError:
             self.depth_info = None
 
     # ------------------------------------------------------------------ frames
@@ -243,7 +263,7 @@ class PerceptionNode(QuietNode):
                     self._process_color(msg, t, state, wall)
                 else:
                     self._process_depth(msg, t, state)
-            except Exception as exc:  # noqa: BLE001 - never crash on a frame: report it
+            except Exception as exc:  # never crash on a frame: report it
                 self._error("internal", f"{type(exc).__name__}: {exc}", msg, t, state)
             if kind == "color":
                 self._done_color_t = max(self._done_color_t, t)
@@ -276,18 +296,29 @@ class PerceptionNode(QuietNode):
             return
         try:
             image = decode_color(
-                msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data),
+                msg.encoding,
+                msg.width,
+                msg.height,
+                msg.step,
+                bytes(msg.data),
                 expected=(self.color_info.width, self.color_info.height),
             )
             observations = self.detector.detect(image, self.color_info)
         except ImageError as exc:
             self._error(exc.kind, str(exc), msg, t, state)
             return
-        except ValueError as exc:  # the core's PerceptionInputError (a ValueError)
+        except PerceptionInputError as exc:  # the detector refuses the frame
             self._error("corrupt", str(exc), msg, t, state)
             return
         if state is None:
-            self._error("state", f"no /odom and /joint_states at the frame's stamp {t:.3f} s", msg, t, None, observations)
+            self._error(
+                "state",
+                f"no /odom and /joint_states at the frame's stamp {t:.3f} s",
+                msg,
+                t,
+                None,
+                observations,
+            )
             return
         self._publish(msg, t, state, observations, "", wall)
 
@@ -302,7 +333,12 @@ class PerceptionNode(QuietNode):
             return
         try:
             depth = decode_depth(
-                msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data), bool(msg.is_bigendian),
+                msg.encoding,
+                msg.width,
+                msg.height,
+                msg.step,
+                bytes(msg.data),
+                bool(msg.is_bigendian),
                 expected=(self.depth_info.width, self.depth_info.height),
             )
         except ImageError as exc:
@@ -317,7 +353,9 @@ class PerceptionNode(QuietNode):
             self.pub_map.publish(pointcloud_message(cloud, msg.header.stamp, self.odom_frame))
 
     # ------------------------------------------------------------------ outputs
-    def _publish(self, msg: Any, t: float, state: Any, observations: list[Any], error: str, wall: float) -> None:
+    def _publish(
+        self, msg: Any, t: float, state: Any, observations: list[Any], error: str, wall: float
+    ) -> None:
         from geometry_msgs.msg import Pose, PoseArray
         from std_msgs.msg import Int32MultiArray, String
 
@@ -363,7 +401,9 @@ class PerceptionNode(QuietNode):
         }
         self.pub_det.publish(String(data=json.dumps(det)))
         if self.pub_viz is not None:
-            self.pub_viz.publish(marker_array(observations, odom if t_odom_optical is not None else cam, self.marker_length))
+            self.pub_viz.publish(
+                marker_array(observations, odom if t_odom_optical is not None else cam, self.marker_length)
+            )
         self.latency_ms.append(1000.0 * (time.perf_counter() - wall))
 
     def _note_error(self, kind: str, text: str) -> None:
@@ -375,7 +415,9 @@ class PerceptionNode(QuietNode):
         if new:
             self._publish_diagnostics()
 
-    def _error(self, kind: str, text: str, msg: Any, t: float, state: Any, observations: list[Any] | None = None) -> None:
+    def _error(
+        self, kind: str, text: str, msg: Any, t: float, state: Any, observations: list[Any] | None = None
+    ) -> None:
         """Report a bad frame: diagnostics error, ``status: error`` on the detections (no markers)."""
         from std_msgs.msg import String
 
@@ -429,6 +471,47 @@ class PerceptionNode(QuietNode):
         self.peer.leave()
 
 
+# ---------------------------------------------------------------------- helpers (cores)
+def make_camera_mount(config: Any) -> CameraMount:
+    """The head camera's mount from the robot configuration's ``camera`` section."""
+    from humanoid_perception.camera import load_camera_spec
+    from humanoid_perception.camera_mount import transform
+
+    spec = load_camera_spec(config)
+    t = transform(spec.rotation_parent_optical, np.asarray(spec.position, dtype=float))
+    return CameraMount(config, spec.parent_body, t)
+
+
+def make_detector(dictionary: str, length: float) -> Any:
+    """The marker detector core (``humanoid_perception.markers``)."""
+    from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
+
+    return MarkerDetector(MarkerDetectorConfig(dictionary=dictionary, marker_length_m=length))
+
+
+class HeightMapAdapter:
+    """Depth frame -> points in ``odom`` -> the height map core (2 cm cells around the robot) -> the cells
+    as points (x, y, height) in ``odom``."""
+
+    def __init__(self) -> None:
+        from humanoid_perception.heightmap import HeightMap
+
+        self.map = HeightMap()
+
+    def update(self, depth: np.ndarray, intrinsics: Any, t_odom_optical: np.ndarray, base: np.ndarray) -> Any:
+        from humanoid_perception.heightmap import depth_to_points
+
+        pts = depth_to_points(depth, intrinsics)
+        pts = pts @ t_odom_optical[:3, :3].T + t_odom_optical[:3, 3]
+        self.map.update(pts, center=base[:2])
+        return self.map.cell_points()
+
+
+def make_heightmap() -> HeightMapAdapter:
+    """The height map adapter."""
+    return HeightMapAdapter()
+
+
 # ---------------------------------------------------------------------- helpers (message building)
 def pose_message(pose_type: Any, t: np.ndarray) -> Any:
     """geometry_msgs/Pose from a 4x4 transform."""
@@ -466,7 +549,12 @@ def marker_array(observations: list[Any], poses: Any, length: float) -> Any:
         cube.color.r, cube.color.g, cube.color.b, cube.color.a = 0.1, 0.8, 0.2, 0.8
         text = Marker()
         text.header = poses.header
-        text.ns, text.id, text.type, text.action = "marker_id", int(ob.id), Marker.TEXT_VIEW_FACING, Marker.ADD
+        text.ns, text.id, text.type, text.action = (
+            "marker_id",
+            int(ob.id),
+            Marker.TEXT_VIEW_FACING,
+            Marker.ADD,
+        )
         text.pose = pose
         text.pose.position.z += 0.1
         text.scale.z = 0.1
@@ -485,7 +573,9 @@ def pointcloud_message(points: np.ndarray, stamp: Any, frame_id: str) -> Any:
     msg.header.stamp = stamp
     msg.header.frame_id = frame_id
     msg.height, msg.width = 1, int(pts.shape[0])
-    msg.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, n in enumerate("xyz")]
+    msg.fields = [
+        PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, n in enumerate("xyz")
+    ]
     msg.is_bigendian = False
     msg.point_step, msg.row_step = 12, 12 * int(pts.shape[0])
     msg.is_dense = True

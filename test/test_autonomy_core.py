@@ -98,7 +98,9 @@ def test_no_marker_fails_after_a_full_turn_with_zero_command() -> None:
 def test_perception_error_aborts_at_once() -> None:
     m = floor_marker(1.5, 0.0, math.pi)
     task = ApproachTask()
-    run(task, Pose2D(0.0, 0.0, 0.0), m, hook=lambda t, p: {"perception_error": "bad image" if t > 1.0 else ""})
+    run(
+        task, Pose2D(0.0, 0.0, 0.0), m, hook=lambda t, p: {"perception_error": "bad image" if t > 1.0 else ""}
+    )
     assert task.phase == Phase.ABORTED and "perception error: bad image" in task.reason
     assert task.t_end == pytest.approx(1.2)
 

@@ -113,8 +113,8 @@ class MujocoBackend(RobotBackend):
         mujoco.mj_forward(self.model, self.data)
 
     def respawn(self, joint_positions: np.ndarray | None = None) -> None:
-        """As :meth:`reset` (upright at the start pose, at rest, any push cancelled) but the clock keeps running:
-        simulated time stays monotonic for everything stamped with it."""
+        """As :meth:`reset` (upright at the start pose, at rest, any push cancelled) but the clock keeps
+        running: simulated time stays monotonic for everything stamped with it."""
         now = float(self.data.time)
         self.reset(joint_positions)
         self.data.time = now

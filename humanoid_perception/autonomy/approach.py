@@ -295,9 +295,7 @@ class ApproachTask:
             if (self.marker_id is None and (self.s.marker_id < 0 or s.marker_id == self.s.marker_id))
             or s.marker_id == self.marker_id
         ]
-        finite = [
-            s for s in wanted if np.all(np.isfinite(s.position)) and np.all(np.isfinite(s.rotation))
-        ]
+        finite = [s for s in wanted if np.all(np.isfinite(s.position)) and np.all(np.isfinite(s.rotation))]
         if not finite:
             self._streak = 0
             return

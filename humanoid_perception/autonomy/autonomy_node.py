@@ -70,8 +70,12 @@ class AutonomyNode(QuietNode):
         self.settings = ApproachSettings.from_mapping(values)
         rate = declare(self, "rate_hz", 5.0, "the camera's frame rate (lockstep grid)", 0.1, 100.0, True)
         self.lockstep = declare(self, "lockstep", False, "lockstep peer of the driver", read_only=True)
-        self.mode_manager = declare(self, "mode_manager", "/mode_manager", "mode manager node", read_only=True)
-        self.call_timeout = declare(self, "call_timeout_s", 5.0, "wall time a service call waits (s)", 0.1, 60.0)
+        self.mode_manager = declare(
+            self, "mode_manager", "/mode_manager", "mode manager node", read_only=True
+        )
+        self.call_timeout = declare(
+            self, "call_timeout_s", 5.0, "wall time a service call waits (s)", 0.1, 60.0
+        )
         self.period_ms = frame_period_ms(rate)
         self.task = ApproachTask(self.settings)
         self._start_requested = False
@@ -81,19 +85,30 @@ class AutonomyNode(QuietNode):
         self._twist = Twist
         self._string = String
 
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
         self.pub_cmd = self.create_publisher(Twist, "/autonomy/cmd_vel", 10)
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_outcome = self.create_publisher(String, "~/outcome", latched)
-        self.create_subscription(String, f"{self.mode_manager}/state", self._on_mode_state, QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-        ))
+        self.create_subscription(
+            String,
+            f"{self.mode_manager}/state",
+            self._on_mode_state,
+            QoSProfile(
+                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
         self.create_subscription(String, "/perception/detections", self._on_detections, 10)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
-        self.caller = ServiceCaller(self.context, "autonomy_node_caller", {
-            "set_autonomy": (SetBool, f"{self.mode_manager}/set_autonomy"),
-        })
+        self.caller = ServiceCaller(
+            self.context,
+            "autonomy_node_caller",
+            {
+                "set_autonomy": (SetBool, f"{self.mode_manager}/set_autonomy"),
+            },
+        )
         self._set_bool = SetBool
         self.peer = LockstepPeer(self, self.lockstep)
         self._publish_state()
@@ -172,7 +187,9 @@ class AutonomyNode(QuietNode):
         error = str(det.get("error", "")) if det.get("status") != "ok" else ""
         base = det.get("base_pose_odom")
         if error or base is None:
-            return self.task.step(t, self.task.last_pose or Pose2D(0.0, 0.0, 0.0), None, error or "no robot pose")
+            return self.task.step(
+                t, self.task.last_pose or Pose2D(0.0, 0.0, 0.0), None, error or "no robot pose"
+            )
         pose = Pose2D(float(base[0]), float(base[1]), float(base[2]))
         sightings = []
         for m in det.get("markers", []):
@@ -181,7 +198,9 @@ class AutonomyNode(QuietNode):
             q = np.asarray(m["quat_odom_xyzw"], dtype=float)
             if q.shape != (4,) or not np.all(np.isfinite(q)) or np.linalg.norm(q) < 1e-6:
                 continue
-            sightings.append(Sighting(int(m["id"]), np.asarray(m["position_odom"], dtype=float), quat_xyzw_to_matrix(q)))
+            sightings.append(
+                Sighting(int(m["id"]), np.asarray(m["position_odom"], dtype=float), quat_xyzw_to_matrix(q))
+            )
         enabled = self._autonomy_on is not False
         return self.task.step(t, pose, sightings, "", enabled)
 
@@ -202,7 +221,9 @@ class AutonomyNode(QuietNode):
                 self.get_logger().warning(f"could not switch autonomy off: {why}")
 
     def _publish_state(self) -> None:
-        self.pub_state.publish(self._string(data=json.dumps({"phase": self.task.phase.value, "reason": self.task.reason})))
+        self.pub_state.publish(
+            self._string(data=json.dumps({"phase": self.task.phase.value, "reason": self.task.reason}))
+        )
 
     def close(self) -> None:
         """Zero velocity, leave the lockstep, stop the service caller."""
