@@ -9,9 +9,9 @@ publishes and renders RGB and depth outside the driver's loop:
   simulator. No controller, estimator, perception or autonomy node reads ``/sim/*``.
 - publishes ``/camera/color/image_raw`` (sensor_msgs/Image, ``rgb8``), ``/camera/depth/image_raw``
   (``32FC1``, metres along the optical axis, 0 where there is no measurement: outside the depth range) and
-  the two ``camera_info`` topics beside them (sensor_msgs/CameraInfo, ``plumb_bob``), frame ``head_camera_optical_frame`` (REP-103: z
-  forward, x right, y down), stamped with the simulated time of the rendered state; ``/diagnostics``
-  (frames, dropped frames, render time).
+  the two ``camera_info`` topics beside them (sensor_msgs/CameraInfo, ``plumb_bob``), frame
+  ``head_camera_optical_frame`` (REP-103: z forward, x right, y down), stamped with the simulated time of the
+  rendered state; ``/diagnostics`` (frames, dropped frames, render time).
 - ``rate_hz`` frames per second of simulated time. Frames are due at the ticks on that grid (stamps that are
   whole multiples of the period, in ms).
 
