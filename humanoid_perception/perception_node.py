@@ -145,13 +145,15 @@ class PerceptionNode(QuietNode):
         self.period_ms = frame_period_ms(rate)
         self.period = self.period_ms / 1000.0
 
+        lengths: dict[int, float] = {}
         if scene:
             from humanoid_control.hardware.scene import load_scene
 
             markers = load_scene(scene).markers
             if markers:
-                dictionary, length = markers[0].dictionary, float(markers[0].size)
-        self.detector = make_detector(dictionary, float(length))
+                dictionary = markers[0].dictionary
+                lengths = {int(m.id): float(m.size) for m in markers if m.dictionary == dictionary}
+        self.detector = make_detector(dictionary, float(length), lengths)
         self.marker_length = float(length)
         self.mount = make_camera_mount(self.config)
         self.joint_order = JointOrder(self.config.joint_names)
@@ -482,11 +484,14 @@ def make_camera_mount(config: Any) -> CameraMount:
     return CameraMount(config, spec.parent_body, t)
 
 
-def make_detector(dictionary: str, length: float) -> Any:
-    """The marker detector core (``humanoid_perception.markers``)."""
+def make_detector(dictionary: str, length: float, lengths: dict[int, float] | None = None) -> Any:
+    """The marker detector core (``humanoid_perception.markers``): ``length`` (m) for every marker, or the
+    per-id ``lengths`` of a scene."""
     from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
 
-    return MarkerDetector(MarkerDetectorConfig(dictionary=dictionary, marker_length_m=length))
+    return MarkerDetector(
+        MarkerDetectorConfig(dictionary=dictionary, marker_length_m=length, marker_lengths=dict(lengths or {}))
+    )
 
 
 class HeightMapAdapter:

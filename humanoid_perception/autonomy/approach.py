@@ -210,6 +210,7 @@ class ApproachTask:
         self.sightings = 0
         self.frames = 0
         self.last_seen_t: float | None = None
+        self.first_seen_t: float | None = None
         self.last_pose: Pose2D | None = None
         self._streak = 0
         self._turned = 0.0
@@ -318,6 +319,8 @@ class ApproachTask:
         self.sightings += 1
         self._streak += 1
         self.last_seen_t = t
+        if self.first_seen_t is None:
+            self.first_seen_t = t
 
     def expected_in_view(self, pose: Pose2D) -> bool:
         """The marker should be in the camera's view from ``pose`` (distance and bearing bands)."""
@@ -373,6 +376,7 @@ class ApproachTask:
             "reason": self.reason,
             "t_start": self.t_start,
             "t_end": self.t_end,
+            "t_first_seen": self.first_seen_t,
             "marker_id": self.marker_id,
             "goal": None if goal is None else [round(goal.x, 4), round(goal.y, 4), round(goal.yaw, 4)],
             "pose": None if pose is None else [round(pose.x, 4), round(pose.y, 4), round(pose.yaw, 4)],
