@@ -273,7 +273,8 @@ class SimCameraState:
 
     def set_state(self, truth: Any, joints: Any) -> None:
         """Base pose from a ``world`` -> base Odometry, joint angles by name from a JointState; then the
-        kinematics (no dynamics) so that the renderer sees the posed robot. ValueError for bad input."""
+        kinematics and the camera poses (no dynamics) so that the renderer sees the posed robot from the
+        moved camera. ValueError for bad input."""
         import mujoco
 
         names = tuple(joints.name)
@@ -296,6 +297,7 @@ class SimCameraState:
         self.data.qpos[b : b + 7] = base
         self.data.qpos[self.mj.qpos_adr] = q[idx]
         mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_camlight(self.model, self.data)  # camera poses are not part of mj_kinematics
 
     def close(self) -> None:
         """Free the rendering context."""
