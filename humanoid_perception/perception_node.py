@@ -489,9 +489,10 @@ def make_detector(dictionary: str, length: float, lengths: dict[int, float] | No
     per-id ``lengths`` of a scene."""
     from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
 
-    return MarkerDetector(
-        MarkerDetectorConfig(dictionary=dictionary, marker_length_m=length, marker_lengths=dict(lengths or {}))
+    config = MarkerDetectorConfig(
+        dictionary=dictionary, marker_length_m=length, marker_lengths=dict(lengths or {})
     )
+    return MarkerDetector(config)
 
 
 class HeightMapAdapter:

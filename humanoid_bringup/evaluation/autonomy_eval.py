@@ -1,15 +1,15 @@
-"""``humanoid-eval autonomy``: the marker-approach task through the whole ROS graph, measured against the truth.
+"""``humanoid-eval autonomy``: the marker-approach task through the whole ROS graph, against the truth.
 
 Each run launches ``launch/sim.launch.yaml`` with ``autonomy:=true`` (driver, policy runner walking the
-learned policy under the mode manager, state estimator, simulated head camera, perception node, autonomy
-node; separate processes, lockstep) in the scene ``autonomy`` (one floor marker, ``config/scenes/autonomy.yaml``),
+learned policy under the mode manager, state estimator, simulated head camera, perception node, autonomy node;
+separate processes, lockstep) in the scene ``autonomy`` (one floor marker, ``config/scenes/autonomy.yaml``),
 the robot starting at a seeded pose (driver parameter ``initial_pose``): ``distance`` from the marker, on a
 circle within +-25 deg of the marker's front, its heading ``off_deg`` to the left or right of the marker
 (seeded), so the marker is out of the camera's view at the start. Once the policy walks, the evaluator calls
 ``/autonomy_node/start`` at a held tick and waits for ``/autonomy_node/outcome``, lets the robot stand
 ``settle_s``, and measures the base pose from ``/sim/ground_truth`` (only the evaluator reads it) against the
-standoff pose (0.5 m in front of the marker, facing it). The operation record (``/mode_manager/report``)
-gives the share of time teleop held the velocity command after autonomy was switched on.
+standoff pose (0.5 m in front of the marker, facing it). The operation record (``/mode_manager/report``) gives
+the share of time teleop held the velocity command after autonomy was switched on.
 
 The last line of stdout is one JSON object: ``runs`` (per run ``reached`` (task outcome ``reached`` and within
 ``position_tolerance_m`` and ``heading_tolerance_deg`` of the standoff pose by ground truth),
@@ -36,7 +36,14 @@ from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, c
 from humanoid_perception.autonomy.approach import standoff_pose, wrap
 
 SCENE = "autonomy"
-PEERS = ("policy_runner", "state_estimator", "mode_manager", "camera_node", "perception_node", "autonomy_node")
+PEERS = (
+    "policy_runner",
+    "state_estimator",
+    "mode_manager",
+    "camera_node",
+    "perception_node",
+    "autonomy_node",
+)
 
 
 def start_poses(
@@ -88,8 +95,12 @@ class _Watch:
         self.runner_states: list[str] = []
         self.outcome: dict[str, Any] | None = None
         self.task_states: list[str] = []
+        self.cmd_vel: list[tuple[float, float, float]] = []  # /autonomy/cmd_vel, in arrival order
+        self.perception_diag: list[tuple[int, str, dict[str, str]]] = []  # (level, message, values)
 
     def setup(self, node: Any) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import Twist
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
 
@@ -99,6 +110,19 @@ class _Watch:
         node.create_subscription(String, "/policy_runner/state", self._on_runner, latched)
         node.create_subscription(String, "/autonomy_node/outcome", self._on_outcome, latched)
         node.create_subscription(String, "/autonomy_node/state", self._on_task_state, latched)
+        node.create_subscription(Twist, "/autonomy/cmd_vel", self._on_cmd, 100)
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
+
+    def _on_cmd(self, msg: Any) -> None:
+        with self.lock:
+            self.cmd_vel.append((msg.linear.x, msg.linear.y, msg.angular.z))
+
+    def _on_diag(self, msg: Any) -> None:
+        for st in msg.status:
+            if st.name == "perception_node":
+                level = st.level if isinstance(st.level, int) else int.from_bytes(st.level, "little")
+                with self.lock:
+                    self.perception_diag.append((level, st.message, {kv.key: kv.value for kv in st.values}))
 
     def _on_runner(self, msg: Any) -> None:
         with self.lock:
@@ -125,13 +149,15 @@ def run_once(
     heading_tolerance_deg: float = 15.0,
     task_timeout_s: float = 60.0,
     extra_args: dict[str, str] | None = None,
+    pre_start_s: float = 1.0,
     on_reached: Any = None,
     log: Any = print,
 ) -> dict[str, Any]:
-    """One run from ``start`` (x, y, yaw; world) to the standoff pose ``goal`` (Pose2D, world).
+    """One run from ``start`` (x, y, yaw; world) to the standoff pose ``goal`` (Pose2D, world); the task
+    starts ``pre_start_s`` after the policy walks (the estimator settles on the walking robot first).
 
-    ``on_reached(probe, graph)`` (tests): called while the tick after the settle is held, before the graph
-    stops."""
+    ``on_reached(probe, graph, watch)`` (tests): called while the tick after the settle is held, once the
+    result is measured, before the graph stops; its return value is the result's ``"check"``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     args = {
         "controller": "policy",
@@ -174,7 +200,7 @@ def run_once(
                 raise RuntimeError(f"the policy never ran ({watch.runner_states}); see {graph.log_path}")
             else:
                 time.sleep(0.05)
-        t_start = probe.run_until(t_run + 1.0)  # let the estimator settle on the walking policy first
+        t_start = probe.run_until(t_run + pre_start_s)
         ok, why = probe.call_trigger("/autonomy_node/start", timeout=30.0)
         if not ok:
             raise RuntimeError(f"/autonomy_node/start refused: {why}")
@@ -195,8 +221,6 @@ def run_once(
         sim_wall = time.monotonic() - sim_wall0
         ok, report = probe.call_trigger("/mode_manager/report", timeout=30.0)
         record = json.loads(report) if ok else {}
-        if on_reached is not None:
-            on_reached(probe, graph)
         with probe.lock:
             pos = np.array(probe.data.truth_pos[-1])
             w, x, y, z = probe.data.truth_quat_wxyz[-1]
@@ -231,6 +255,8 @@ def run_once(
                 "wall_s": round(time.monotonic() - wall0, 1),
             }
         )
+        if on_reached is not None:
+            result["check"] = on_reached(probe, graph, watch)
     finally:
         close_graph(probe, graph)
     return result
@@ -262,12 +288,19 @@ def run_autonomy_eval(
         log(f"run {i}: start {start} (marker {distance} m, {off_deg} deg off), goal {goal}")
         try:
             r = run_once(
-                start, goal, out_dir / f"run_{i}", policy=policy, camera_rate_hz=camera_rate_hz, size=size, log=log
+                start,
+                goal,
+                out_dir / f"run_{i}",
+                policy=policy,
+                camera_rate_hz=camera_rate_hz,
+                size=size,
+                log=log,
             )
         except (RuntimeError, TimeoutError) as exc:
             r = {"start_pose": list(start), "reached": False, "error": str(exc)}
         r["run"] = i
-        log(f"run {i}: {json.dumps({k: r.get(k) for k in ('reached', 'position_error_m', 'heading_error_deg', 'teleop_share', 'error')})}")
+        keys = ("reached", "position_error_m", "heading_error_deg", "teleop_share", "error")
+        log(f"run {i}: {json.dumps({k: r.get(k) for k in keys})}")
         results.append(r)
     out = {
         "evaluation": "autonomy",

@@ -1,4 +1,4 @@
-"""Lockstep real-time factor with the simulated head camera on and off (part of ``humanoid-bench perception``).
+"""Lockstep real-time factor with the simulated head camera on and off (``humanoid-bench perception``).
 
 Two graphs from ``launch/sim.launch.yaml``, lockstep, separate processes, the learned policy walking in place
 (zero velocity command) under its runner: ``camera_off`` (driver, policy runner, state estimator) and
@@ -65,7 +65,11 @@ def _rtf(arguments: dict[str, str], peers: tuple[str, ...], seconds: float, log_
         probe.release()
     finally:
         close_graph(probe, graph)
-    return {"sim_s": round(t1 - t0, 3), "wall_s": round(wall, 3), "realtime_factor": round((t1 - t0) / wall, 4)}
+    return {
+        "sim_s": round(t1 - t0, 3),
+        "wall_s": round(wall, 3),
+        "realtime_factor": round((t1 - t0) / wall, 4),
+    }
 
 
 def camera_rtf(
@@ -100,7 +104,9 @@ def camera_rtf(
         camera_width=str(width),
         camera_height=str(height),
     )
-    on = _rtf(on_args, ("policy_runner", "state_estimator", "camera_node", "perception_node"), seconds, on_dir)
+    on = _rtf(
+        on_args, ("policy_runner", "state_estimator", "camera_node", "perception_node"), seconds, on_dir
+    )
     return {
         "lockstep_rtf_camera_off": off["realtime_factor"],
         "lockstep_rtf_camera_on": on["realtime_factor"],

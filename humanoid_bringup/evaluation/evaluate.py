@@ -383,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         help="start distance to the marker (m); the head camera sees the floor up to about 2.3 m ahead "
         "(docs/perception.md)",
     )
-    auto.add_argument("--off-deg", type=float, default=60.0, help="marker bearing off the start heading (deg)")
+    auto.add_argument(
+        "--off-deg", type=float, default=60.0, help="marker bearing off the start heading (deg)"
+    )
     auto.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
     auto.add_argument("--size", default="424x240", help="rendered image size WIDTHxHEIGHT")
     auto.add_argument("--out", default="results/eval")
