@@ -49,20 +49,35 @@ def depth_to_points(
     intrinsics.check_image(depth, "depth")
     if not isinstance(stride, int) or stride < 1:
         raise ValueError(f"depth_to_points: stride must be an integer >= 1, got {stride!r}")
-    z = depth[::stride, ::stride].astype(np.float64)
-    v, u = np.mgrid[0 : depth.shape[0] : stride, 0 : depth.shape[1] : stride]
+    z = depth[::stride, ::stride]
     valid = np.isfinite(z) & (z > max(min_depth, 0.0)) & (z <= max_depth)
-    z, u, v = z[valid], u[valid].astype(np.float64), v[valid].astype(np.float64)
-    if intrinsics.distorted:
-        import cv2
+    rays = _pixel_rays(intrinsics, stride)[valid]
+    return rays * z[valid].astype(np.float64)[:, None]
 
-        pix = np.stack([u, v], axis=1).reshape(-1, 1, 2)
-        norm = cv2.undistortPoints(pix, intrinsics.K, intrinsics.D).reshape(-1, 2)
-        xn, yn = norm[:, 0], norm[:, 1]
-    else:
-        xn = (u - intrinsics.cx) / intrinsics.fx
-        yn = (v - intrinsics.cy) / intrinsics.fy
-    return np.stack([xn * z, yn * z, z], axis=1)
+
+_RAYS: dict[tuple, np.ndarray] = {}
+
+
+def _pixel_rays(intrinsics: CameraIntrinsics, stride: int) -> np.ndarray:
+    """(rows, cols, 3) rays ``(x/z, y/z, 1)`` of every ``stride``-th pixel (cached per camera)."""
+    key = (intrinsics.width, intrinsics.height, intrinsics.K.tobytes(), intrinsics.D.tobytes(), stride)
+    rays = _RAYS.get(key)
+    if rays is None:
+        v, u = np.mgrid[0 : intrinsics.height : stride, 0 : intrinsics.width : stride].astype(np.float64)
+        if intrinsics.distorted:
+            import cv2
+
+            pix = np.stack([u.ravel(), v.ravel()], axis=1).reshape(-1, 1, 2)
+            norm = cv2.undistortPoints(pix, intrinsics.K, intrinsics.D).reshape((*u.shape, 2))
+            xn, yn = norm[..., 0], norm[..., 1]
+        else:
+            xn = (u - intrinsics.cx) / intrinsics.fx
+            yn = (v - intrinsics.cy) / intrinsics.fy
+        rays = np.stack([xn, yn, np.ones_like(xn)], axis=-1)
+        if len(_RAYS) > 8:
+            _RAYS.clear()
+        _RAYS[key] = rays
+    return rays
 
 
 def transform_points(points: np.ndarray, rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
@@ -147,12 +162,13 @@ def fit_ground_plane(
 @dataclass(frozen=True)
 class HeightMapConfig:
     """Height map settings: ``resolution_m`` cell side (m), ``length_m`` x ``width_m`` extent along the odom x
-    and y axes (m) centred on the robot, per-cell ``statistic`` (``mean`` for terrain shape, ``max`` for
-    obstacle clearance), and ``min_points`` a cell needs to count as seen."""
+    and y axes (m) centred on the robot (6 m: the G1's head camera sees the floor up to 2.5 m ahead),
+    per-cell ``statistic`` (``mean`` for terrain shape, ``max`` for obstacle clearance), and ``min_points`` a
+    cell needs to count as seen."""
 
     resolution_m: float = 0.02
-    length_m: float = 4.0
-    width_m: float = 4.0
+    length_m: float = 6.0
+    width_m: float = 6.0
     statistic: str = "mean"
     min_points: int = 1
 
