@@ -40,12 +40,22 @@ same process through an equivalent TSID formulation (``tsid_tick_us_median``, ``
   time from a ``/joint_states`` message to the ``/joint_commands`` answering it (same stamp), as received here
   (``obs_to_command_us_median``, ``obs_to_command_us_p99``), and for the ticks where the policy ran
   (``obs_to_command_policy_step_us_median``, ``..._p99``).
+
+``humanoid-bench perception [--frames N]``: the perception cores in one process (one core), the G1 standing
+with four markers on the floor ahead (``perception_eval.SHOWCASE``) and the ``markers`` scene's box:
+
+- ``render_rgb_ms`` / ``render_depth_ms``: offscreen rendering of the head camera per frame (``MUJOCO_GL``,
+  software OpenGL on a CPU-only machine; shadows, reflections and skybox off), at 640x480 and 424x240
+  (``{"640x480": {"median", "p95"}, ...}``);
+- ``detect_ms``: marker detection and pose per RGB frame (four markers in view), same sizes;
+- ``heightmap_ms``: depth frame -> points (world) -> 2 cm height map, same sizes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -534,6 +544,69 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
     }
 
 
+def bench_perception(frames: int) -> dict[str, Any]:
+    """Render, detection and height-map times per frame (ms; see the module docstring)."""
+    import mujoco
+    import numpy as np
+
+    from humanoid_bringup.evaluation.perception_eval import SHOWCASE, standing_data
+    from humanoid_control.hardware.scene import MarkerSpec, SceneSpec, load_scene
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_perception.camera import SimCamera, load_camera_model
+    from humanoid_perception.heightmap import build_heightmap, depth_to_points, transform_points
+    from humanoid_perception.markers import MarkerDetector
+
+    def stats(ms: list[float]) -> dict[str, float]:
+        return {"median": round(float(np.median(ms)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
+
+    config = load_robot_config("g1")
+    base = load_scene("markers")
+    extra = tuple(
+        MarkerSpec("DICT_APRILTAG_36h11", 10 + i, 0.25, (x, y, 0.0), (0.0, 0.0, np.radians(yaw)))
+        for i, (x, y, yaw) in enumerate(SHOWCASE)
+    )
+    scene = SceneSpec("bench", markers=extra, boxes=base.boxes)
+    mj, cam = load_camera_model(config, scene)
+    data = standing_data(config, mj)
+    detector = MarkerDetector()
+    result: dict[str, Any] = {
+        "frames": frames,
+        "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
+        "markers_in_view": 0,
+    }
+    for key in ("render_rgb_ms", "render_depth_ms", "detect_ms", "heightmap_ms"):
+        result[key] = {}
+    for width, height in ((640, 480), (424, 240)):
+        size = f"{width}x{height}"
+        with SimCamera(mj.model, data, cam, width, height) as camera:
+            k = camera.intrinsics()
+            p, rot = camera.optical_pose(data)
+            camera.render_rgb(data), camera.render_depth(data)  # warm-up: context, textures
+            rgb_ms, depth_ms, det_ms, hm_ms = [], [], [], []
+            for _ in range(frames):
+                mujoco.mj_forward(mj.model, data)
+                t0 = time.perf_counter()
+                rgb = camera.render_rgb(data)
+                t1 = time.perf_counter()
+                depth = camera.render_depth(data)
+                t2 = time.perf_counter()
+                observations = detector.detect(rgb, k)
+                t3 = time.perf_counter()
+                build_heightmap(transform_points(depth_to_points(depth, k), rot, p), (0.0, 0.0))
+                t4 = time.perf_counter()
+                rgb_ms.append(1e3 * (t1 - t0))
+                depth_ms.append(1e3 * (t2 - t1))
+                det_ms.append(1e3 * (t3 - t2))
+                hm_ms.append(1e3 * (t4 - t3))
+            if size == "640x480":
+                result["markers_in_view"] = len(observations)
+            result["render_rgb_ms"][size] = stats(rgb_ms)
+            result["render_depth_ms"][size] = stats(depth_ms)
+            result["detect_ms"][size] = stats(det_ms)
+            result["heightmap_ms"][size] = stats(hm_ms)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print its JSON object as the last line of stdout."""
     parser = argparse.ArgumentParser(
@@ -554,7 +627,16 @@ def main(argv: list[str] | None = None) -> int:
     est = sub.add_parser("estimator", help="state estimator update time per tick (median, p99)")
     est.add_argument("--seconds", type=float, default=20.0, help="simulated seconds of recorded walking")
     est.add_argument("--seed", type=int, default=1, help="IMU noise seed")
+    per = sub.add_parser(
+        "perception", help="head camera render time (RGB, depth), marker detection, height map"
+    )
+    per.add_argument("--frames", type=int, default=30, help="frames timed per image size")
     args = parser.parse_args(argv)
+    if args.benchmark == "perception":
+        if args.frames < 1:
+            parser.error("--frames must be >= 1")
+        print(json.dumps(bench_perception(args.frames)))
+        return 0
     if args.benchmark == "estimator":
         result = bench_estimator(args.seconds, args.seed)
     elif args.benchmark == "wbc":

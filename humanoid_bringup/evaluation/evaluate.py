@@ -389,6 +389,21 @@ def main(argv: list[str] | None = None) -> int:
     auto.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
     auto.add_argument("--size", default="424x240", help="rendered image size WIDTHxHEIGHT")
     auto.add_argument("--out", default="results/eval")
+    perc = sub.add_parser(
+        "perception",
+        help="marker pose over a grid of floor placements and the 2 cm height map over a seeded heightfield, "
+        "against MuJoCo's truth (in-process, head camera rendered offscreen)",
+    )
+    perc.add_argument("--robot", default="g1")
+    perc.add_argument("--out", default="results/eval/perception", help="folder for the JSON and pictures")
+    perc.add_argument(
+        "--dictionary", default="DICT_APRILTAG_36h11", help="cv2.aruco dictionary of the marker"
+    )
+    perc.add_argument("--marker-size", type=float, default=0.25, help="black square side (m)")
+    perc.add_argument(
+        "--corner-refinement", default="subpix", choices=["subpix", "contour", "apriltag", "none"]
+    )
+    perc.add_argument("--noise-seed", type=int, default=0, help="seed of the depth noise")
     args = parser.parse_args(argv)
     from humanoid_control.model.robot_config import ConfigError, load_robot_config
 
@@ -413,6 +428,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(res), flush=True)
         return 0 if res["reached"] == len(res["runs"]) else 1
+
+    if args.evaluation == "perception":
+        from humanoid_bringup.evaluation.perception_eval import run_perception_eval
+
+        try:
+            res = run_perception_eval(
+                Path(args.out),
+                robot=args.robot,
+                dictionary=args.dictionary,
+                marker_size=args.marker_size,
+                corner_refinement=args.corner_refinement,
+                noise_seed=args.noise_seed,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )
+        except (ConfigError, ValueError) as exc:
+            print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+            return 2
+        print(json.dumps(res), flush=True)
+        return 0 if all(res["goals"].values()) else 1
 
     if args.evaluation in ("push", "stand"):
         from humanoid_bringup.evaluation.push_eval import run_push_eval, run_stand_eval

@@ -22,9 +22,10 @@ Frames and units (m, rad; world = REP-103, z up, floor at z = 0; ``rpy`` = URDF 
 - **marker frame** (OpenCV's ArUco convention, what ``cv2.solvePnP`` with ``SOLVEPNP_IPPE_SQUARE`` returns):
   origin at the centre of the black square, x towards the right edge of the marker image, y towards its top
   row, z out of the printed face. ``size`` is the side of the black square (ArUco's ``markerLength``); a white
-  quiet zone of ``border`` cells surrounds it. A marker with ``rpy: [0, 0, 0]`` lies face up on the floor with
-  its top row towards +y (world); ``rpy: [0, 0, -pi/2]`` has its top row towards +x (away from a robot facing
-  +x). ``position`` is the marker centre; give floor markers z = 0 (the quad is drawn 1 mm above its plane).
+  quiet zone of ``border`` cells (default 2: with one, a marker seen at a grazing angle merges with a dark
+  floor and is lost) surrounds it. A marker with ``rpy: [0, 0, 0]`` lies face up on the floor with its top row
+  towards +y (world); ``rpy: [0, 0, -pi/2]`` has its top row towards +x (away from a robot facing +x).
+  ``position`` is the marker centre; give floor markers z = 0 (the quad is drawn 1 mm above its plane).
 - **box**: ``size`` full edge lengths, ``position`` the centre.
 - **heightfield**: a ``size[0]`` x ``size[1]`` rectangle centred at ``center`` (x, y), surface height in
   ``[0, max_height]`` above the floor: smooth random bumps (seeded, length scale ``feature``) sampled on a
@@ -90,7 +91,7 @@ def aruco_dictionary(name: str) -> Any:
 
 
 def marker_image(
-    dictionary: str, marker_id: int, pixels_per_cell: int = 16, border_cells: float = 1.0
+    dictionary: str, marker_id: int, pixels_per_cell: int = 16, border_cells: float = 2.0
 ) -> np.ndarray:
     """Printed marker as a grayscale image (uint8, 255 = white): the black square of ``bits + 2`` cells and a
     white quiet zone of ``border_cells`` cells around it. Row 0 is the marker's top (its +y edge)."""
@@ -142,7 +143,7 @@ class MarkerSpec:
     size: float
     position: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    border: float = 1.0
+    border: float = 2.0
 
     @property
     def body_name(self) -> str:
@@ -295,7 +296,7 @@ def scene_from_dict(data: Any, where: str = "scene") -> SceneSpec:
         if isinstance(m["id"], bool) or not isinstance(m["id"], int):
             raise SceneError(f"{w}: id must be an integer, got {m['id']!r}")
         try:
-            size, border = float(m["size"]), float(m.get("border", 1.0))
+            size, border = float(m["size"]), float(m.get("border", 2.0))
         except (TypeError, ValueError):
             raise SceneError(f"{w}: size and border must be numbers") from None
         if not (math.isfinite(size) and 0.01 <= size <= 5.0) or not (
