@@ -496,21 +496,26 @@ def make_detector(dictionary: str, length: float, lengths: dict[int, float] | No
 
 
 class HeightMapAdapter:
-    """Depth frame -> points in ``odom`` -> the height map core (2 cm cells around the robot) -> the cells
-    as points (x, y, height) in ``odom``."""
+    """Depth frame -> points in ``odom`` -> the height map core (``humanoid_perception.heightmap``: 2 cm
+    cells, 6 m x 6 m around the robot, per-cell mean height) -> the seen cells as points (cell centre x, y,
+    height; m, ``odom``). Each depth frame gives a new map (no accumulation)."""
 
-    def __init__(self) -> None:
-        from humanoid_perception.heightmap import HeightMap
+    def __init__(self, stride: int = 2) -> None:
+        from humanoid_perception.heightmap import HeightMapConfig
 
-        self.map = HeightMap()
+        self.config = HeightMapConfig()
+        self.stride = stride
+        self.last: Any = None
 
     def update(self, depth: np.ndarray, intrinsics: Any, t_odom_optical: np.ndarray, base: np.ndarray) -> Any:
-        from humanoid_perception.heightmap import depth_to_points
+        from humanoid_perception.heightmap import build_heightmap, depth_to_points, transform_points
 
-        pts = depth_to_points(depth, intrinsics)
-        pts = pts @ t_odom_optical[:3, :3].T + t_odom_optical[:3, 3]
-        self.map.update(pts, center=base[:2])
-        return self.map.cell_points()
+        pts = depth_to_points(depth, intrinsics, stride=self.stride)
+        pts = transform_points(pts, t_odom_optical[:3, :3], t_odom_optical[:3, 3])
+        self.last = build_heightmap(pts, (float(base[0]), float(base[1])), self.config)
+        x, y = self.last.cell_centers()
+        seen = np.isfinite(self.last.heights)
+        return np.stack([x[seen], y[seen], self.last.heights[seen]], axis=1)
 
 
 def make_heightmap() -> HeightMapAdapter:

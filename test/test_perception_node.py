@@ -43,7 +43,9 @@ def frame() -> dict[str, Any]:
     with SimCamera(mj.model, data, cam, *SIZE) as camera:
         rgb = camera.render_rgb()
         intrinsics = camera.intrinsics()
+        optical = camera.optical_pose()  # MuJoCo's camera pose: the node's kinematics must agree
     return {
+        "optical": optical,
         "rgb": rgb,
         "intrinsics": intrinsics,
         "base": (np.array(qpos[0:3]), np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)])),
@@ -175,17 +177,25 @@ def test_marker_pose_in_odom_and_bad_frames_give_errors_without_a_crash(
     assert det["status"] == "ok", det
     assert [m["id"] for m in det["markers"]] == [5]
     marker, m = frame["marker"], det["markers"][0]
-    assert np.linalg.norm(np.array(m["position_odom"]) - np.array(marker.position)) < 0.03
+    # the chain odom -> base -> torso -> camera (pinocchio) equals the simulator's camera pose
+    p_cam, r_cam = frame["optical"]
+    via_sim = p_cam + r_cam @ np.array(m["position_camera"])
+    assert np.allclose(m["position_odom"], via_sim, atol=1e-4)
+    # and the marker is where the scene put it (the detector's range error at 424x240 and ~1.9 m: a few cm)
+    assert np.linalg.norm(np.array(m["position_odom"]) - np.array(marker.position)) < 0.06
     r_err = quat_xyzw_to_matrix(np.array(m["quat_odom_xyzw"])).T @ marker.rotation
     assert math.degrees(math.acos(np.clip((np.trace(r_err) - 1) / 2, -1, 1))) < 3.0
     assert det["base_pose_odom"] == pytest.approx([1.6, 0.1, 0.1], abs=1e-4)
-    # 3: bad frames, each an error with its reason
+    # 3: bad frames, each an error with its reason (one at a time: in realtime the node keeps only the
+    # latest frame)
     image(1.4, encoding="yuv422")
-    small = np.ascontiguousarray(frame["rgb"][:, :320])
+    _wait(h, 3)
     state(1.6)
-    image(1.6, rgb=small)
+    image(1.6, rgb=np.ascontiguousarray(frame["rgb"][:, :320]))
+    _wait(h, 4)
     state(1.8)
     image(1.8, truncate=7)
+    _wait(h, 5)
     image(5.0)  # no robot state at this stamp: waits state_wait_s, then an error
     dets = _wait(h, 6)
     errors = [d["error"] for d in dets[2:6]]
@@ -198,15 +208,13 @@ def test_marker_pose_in_odom_and_bad_frames_give_errors_without_a_crash(
     state(2.0)
     image(2.0)
     assert _wait(h, 7)[6]["status"] == "ok"
+    keys = ("errors_camera_info", "errors_encoding", "errors_size", "errors_corrupt", "errors_state")
     end = time.monotonic() + 5.0
-    while time.monotonic() < end:
+    errs: list[Any] = []
+    while time.monotonic() < end and not errs:  # the 1 Hz diagnostics (ERROR for 2 s after an error)
         with h["lock"]:
-            errs = [d for d in h["diags"] if d[0] == 2]
-        if errs:
-            break
+            errs = [d for d in h["diags"] if d[0] == 2 and all(int(d[2][k]) >= 1 for k in keys)]
         time.sleep(0.05)
-    assert errs, "no ERROR diagnostics from perception_node"
+    assert errs, f"no ERROR diagnostics from perception_node counting every error: {h['diags'][-1:]}"
     values = errs[-1][2]
-    for key in ("errors_camera_info", "errors_encoding", "errors_size", "errors_corrupt", "errors_state"):
-        assert int(values[key]) >= 1, (key, values)
     assert "frame_rate_hz" in values and "detection_latency_ms_median" in values and "dropped_frames" in values

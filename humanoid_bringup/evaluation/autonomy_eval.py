@@ -97,6 +97,7 @@ class _Watch:
         self.task_states: list[str] = []
         self.cmd_vel: list[tuple[float, float, float]] = []  # /autonomy/cmd_vel, in arrival order
         self.perception_diag: list[tuple[int, str, dict[str, str]]] = []  # (level, message, values)
+        self.detections: list[tuple[float, str, str]] = []  # /perception/detections: stamp, status, error
 
     def setup(self, node: Any) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
@@ -112,6 +113,12 @@ class _Watch:
         node.create_subscription(String, "/autonomy_node/state", self._on_task_state, latched)
         node.create_subscription(Twist, "/autonomy/cmd_vel", self._on_cmd, 100)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
+        node.create_subscription(String, "/perception/detections", self._on_detections, 100)
+
+    def _on_detections(self, msg: Any) -> None:
+        det = json.loads(msg.data)
+        with self.lock:
+            self.detections.append((float(det["stamp"]), det["status"], det.get("error", "")))
 
     def _on_cmd(self, msg: Any) -> None:
         with self.lock:
