@@ -146,7 +146,8 @@ def test_marker_pose_in_odom_and_bad_frames_give_errors_without_a_crash(
         odom.header.stamp = to_time_msg(t)
         odom.header.frame_id = "odom"
         p, q = frame["base"]
-        odom.pose.pose.position.x, odom.pose.pose.position.y, odom.pose.pose.position.z = (float(v) for v in p)
+        pos = odom.pose.pose.position
+        pos.x, pos.y, pos.z = (float(v) for v in p)
         o = odom.pose.pose.orientation
         o.x, o.y, o.z, o.w = (float(v) for v in q)
         js = JointState()
@@ -217,4 +218,5 @@ def test_marker_pose_in_odom_and_bad_frames_give_errors_without_a_crash(
         time.sleep(0.05)
     assert errs, f"no ERROR diagnostics from perception_node counting every error: {h['diags'][-1:]}"
     values = errs[-1][2]
-    assert "frame_rate_hz" in values and "detection_latency_ms_median" in values and "dropped_frames" in values
+    for key in ("frame_rate_hz", "detection_latency_ms_median", "dropped_frames"):
+        assert key in values
