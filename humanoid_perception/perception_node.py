@@ -48,10 +48,21 @@ from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, r
 from humanoid_perception.camera import CameraIntrinsics
 from humanoid_perception.camera_mount import CameraMount, matrix_to_quat_xyzw, quat_xyzw_to_matrix
 from humanoid_perception.camera_node import ACK_MARGIN_S, frame_period_ms, next_due
-from humanoid_perception.errors import PerceptionInputError
-from humanoid_perception.image_input import ImageError, decode_color, decode_depth
+from humanoid_perception.errors import ImageFormatError, PerceptionInputError
+from humanoid_perception.images import COLOUR_ENCODINGS, DEPTH_ENCODINGS, decode_image, depth_in_metres
 
 ERROR_KINDS = ("encoding", "size", "corrupt", "camera_info", "state", "internal")
+
+
+def error_kind(exc: Exception) -> str:
+    """The diagnostics counter of a refused frame: ``encoding``, ``size`` (not the CameraInfo's) or
+    ``corrupt`` (a buffer that does not hold the declared image, or a frame the detector refuses)."""
+    text = str(exc)
+    if "unsupported encoding" in text:
+        return "encoding"
+    if "does not match the camera info" in text:
+        return "size"
+    return "corrupt"
 
 
 class StateBuffer:
@@ -297,20 +308,10 @@ class PerceptionNode(QuietNode):
             self._error("camera_info", f"missing CameraInfo: {why}", msg, t, state)
             return
         try:
-            image = decode_color(
-                msg.encoding,
-                msg.width,
-                msg.height,
-                msg.step,
-                bytes(msg.data),
-                expected=(self.color_info.width, self.color_info.height),
-            )
+            image = self._decode(msg, COLOUR_ENCODINGS, self.color_info)
             observations = self.detector.detect(image, self.color_info)
-        except ImageError as exc:
-            self._error(exc.kind, str(exc), msg, t, state)
-            return
-        except PerceptionInputError as exc:  # the detector refuses the frame
-            self._error("corrupt", str(exc), msg, t, state)
+        except PerceptionInputError as exc:  # a bad frame (or one the detector refuses)
+            self._error(error_kind(exc), str(exc), msg, t, state)
             return
         if state is None:
             self._error(
@@ -324,6 +325,20 @@ class PerceptionNode(QuietNode):
             return
         self._publish(msg, t, state, observations, "", wall)
 
+    @staticmethod
+    def _decode(msg: Any, encodings: tuple[str, ...], intrinsics: CameraIntrinsics) -> np.ndarray:
+        """The message's pixels (``images.decode_image``), checked against the expected encodings and the
+        CameraInfo's size; ImageFormatError otherwise."""
+        if msg.encoding not in encodings:
+            raise ImageFormatError(
+                f"image: unsupported encoding '{msg.encoding}' here (expected one of {', '.join(encodings)})"
+            )
+        image = decode_image(
+            msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data), bool(msg.is_bigendian)
+        )
+        intrinsics.check_image(image)
+        return image
+
     def _process_depth(self, msg: Any, t: float, state: Any) -> None:
         if self.heightmap is None:
             return
@@ -334,17 +349,10 @@ class PerceptionNode(QuietNode):
             self._note_error("camera_info", "missing depth CameraInfo")
             return
         try:
-            depth = decode_depth(
-                msg.encoding,
-                msg.width,
-                msg.height,
-                msg.step,
-                bytes(msg.data),
-                bool(msg.is_bigendian),
-                expected=(self.depth_info.width, self.depth_info.height),
-            )
-        except ImageError as exc:
-            self._note_error(exc.kind, f"depth: {exc}")
+            raw = self._decode(msg, DEPTH_ENCODINGS, self.depth_info)
+            depth = depth_in_metres(raw, msg.encoding)
+        except PerceptionInputError as exc:
+            self._note_error(error_kind(exc), f"depth: {exc}")
             return
         if state is None:
             self._note_error("state", f"depth: no robot state at {t:.3f} s")
