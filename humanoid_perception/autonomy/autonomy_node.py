@@ -213,8 +213,11 @@ class AutonomyNode(QuietNode):
         out = self.task.outcome()
         self.pub_outcome.publish(self._string(data=json.dumps(out)))
         self._publish_state()
-        log = self.get_logger().info if self.task.phase == Phase.REACHED else self.get_logger().warning
-        log(f"task {out['phase']}: {out['reason']} ({json.dumps(out)})")
+        text = f"task {out['phase']}: {out['reason']} ({json.dumps(out)})"
+        if self.task.phase == Phase.REACHED:
+            self.get_logger().info(text)
+        else:  # rclpy refuses two severities from one call site
+            self.get_logger().warning(text)
         if self._autonomy_on is not False:
             ok, why = self._set_autonomy(False)
             if not ok:
