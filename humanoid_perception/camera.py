@@ -271,6 +271,23 @@ class CameraIntrinsics:
             raise IntrinsicsError("camera info: k is all zeros (camera not calibrated)")
         return CameraIntrinsics(int(width), int(height), k.reshape(3, 3), np.asarray(d, dtype=float))
 
+    def camera_info_fields(self) -> dict[str, Any]:
+        """The fields of a ``sensor_msgs/CameraInfo`` for these intrinsics: ``width``, ``height``,
+        ``distortion_model`` (``plumb_bob``, or ``rational_polynomial`` for 8 coefficients), ``d``, ``k`` (9,
+        row-major), ``r`` (identity: not a stereo pair), ``p`` (3x4, ``[K | 0]``)."""
+        d = [float(v) for v in self.D] or [0.0] * 5
+        p = np.zeros((3, 4))
+        p[:, :3] = self.K
+        return {
+            "width": int(self.width),
+            "height": int(self.height),
+            "distortion_model": "rational_polynomial" if len(d) == 8 else "plumb_bob",
+            "d": d,
+            "k": [float(v) for v in self.K.reshape(9)],
+            "r": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+            "p": [float(v) for v in p.reshape(12)],
+        }
+
     def check_image(self, image: np.ndarray, what: str = "image") -> None:
         """:class:`ImageFormatError` unless ``image`` is an array ``height`` x ``width`` (x channels)."""
         if not isinstance(image, np.ndarray) or image.ndim not in (2, 3):

@@ -220,6 +220,15 @@ class HeightMap:
         inside = (i >= 0) & (i < nx) & (j >= 0) & (j < ny)
         return np.where(inside, self.heights[np.clip(j, 0, ny - 1), np.clip(i, 0, nx - 1)], np.nan)
 
+    def occupancy_data(self, z_min: float, z_max: float) -> np.ndarray:
+        """The map as ``nav_msgs/OccupancyGrid`` data: int8, row-major from ``origin`` (rows along y), heights
+        mapped linearly from ``[z_min, z_max]`` (m) to 0-100 (clipped), -1 where unseen. The grid's ``info``:
+        ``resolution`` = :attr:`resolution`, ``width`` = columns, ``height`` = rows, origin :attr:`origin`."""
+        if not (math.isfinite(z_min) and math.isfinite(z_max) and z_max > z_min):
+            raise ValueError(f"occupancy_data: need finite z_min < z_max, got {z_min}, {z_max}")
+        scaled = np.clip(np.round((self.heights - z_min) / (z_max - z_min) * 100.0), 0, 100)
+        return np.where(np.isfinite(self.heights), scaled, -1).astype(np.int8).reshape(-1)
+
     @property
     def seen_fraction(self) -> float:
         """Fraction of cells with a height."""

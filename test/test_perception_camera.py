@@ -98,6 +98,15 @@ def test_invalid_camera_info_raises_intrinsics_error(k: list, d: list, message: 
     assert isinstance(info.value, PerceptionInputError)
 
 
+def test_camera_info_round_trip() -> None:
+    k = pinhole_intrinsics(424, 240, 42.0)
+    info = k.camera_info_fields()
+    assert info["distortion_model"] == "plumb_bob" and len(info["p"]) == 12 and info["p"][3] == 0.0
+    back = CameraIntrinsics.from_camera_info(info["width"], info["height"], info["k"], info["d"])
+    np.testing.assert_array_equal(back.K, k.K)
+    assert not back.distorted
+
+
 def test_intrinsics_check_the_image_size() -> None:
     k = pinhole_intrinsics(640, 480, 42.0)
     k.check_image(np.zeros((480, 640, 3), np.uint8))

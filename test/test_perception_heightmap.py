@@ -95,6 +95,11 @@ def test_height_map_bins_points_on_an_aligned_grid() -> None:
     )
     moved = build_heightmap(pts, (0.03, -0.07), cfg)  # a robot off the grid: cells stay on multiples of 0.1
     assert np.allclose(np.array(moved.origin) / 0.1, np.round(np.array(moved.origin) / 0.1))
+    data = hm.occupancy_data(0.0, 1.0)
+    assert data.dtype == np.int8 and data.shape == (100,)
+    assert data[5 * 10 + 5] == 30 and data[7 * 10 + 1] == 100 and data[0] == -1
+    with pytest.raises(ValueError):
+        hm.occupancy_data(1.0, 1.0)
     with pytest.raises(ValueError):
         HeightMapConfig(statistic="median")
     with pytest.raises(ValueError):

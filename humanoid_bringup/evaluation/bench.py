@@ -41,8 +41,9 @@ same process through an equivalent TSID formulation (``tsid_tick_us_median``, ``
   (``obs_to_command_us_median``, ``obs_to_command_us_p99``), and for the ticks where the policy ran
   (``obs_to_command_policy_step_us_median``, ``..._p99``).
 
-``humanoid-bench perception [--frames N]``: the perception cores in one process (one core), the G1 standing
-with four markers on the floor ahead (``perception_eval.SHOWCASE``) and the ``markers`` scene's box:
+``humanoid-bench perception [--frames N]``: the perception cores in one process (Mesa's software renderer may
+use several threads), the G1 standing with four markers on the floor ahead (``perception_eval.SHOWCASE``) and
+the ``markers`` scene's box:
 
 - ``render_rgb_ms`` / ``render_depth_ms``: offscreen rendering of the head camera per frame (``MUJOCO_GL``,
   software OpenGL on a CPU-only machine; shadows, reflections and skybox off), at 640x480 and 424x240

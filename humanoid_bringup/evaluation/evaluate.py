@@ -13,6 +13,9 @@ Velocities are in the heading frame (x forward along the base's yaw, y left, z u
 Each segment's statistics skip its first ``settle_s`` seconds (the response to the step in the command; at
 most half of a segment);
 ``achieved_mean_full`` covers the whole segment.
+
+``humanoid-eval perception`` is the exception: it scores the perception cores in one process against MuJoCo's
+truth, without a ROS graph (:mod:`humanoid_bringup.evaluation.perception_eval`).
 """
 
 from __future__ import annotations
