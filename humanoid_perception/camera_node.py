@@ -75,22 +75,14 @@ def image_message(array: np.ndarray, encoding: str, stamp: Any, frame_id: str) -
 
 
 def camera_info_message(intrinsics: Any, stamp: Any, frame_id: str) -> Any:
-    """sensor_msgs/CameraInfo (``plumb_bob``) from ``CameraIntrinsics``: K, D, R = I, P = [K | 0]."""
+    """sensor_msgs/CameraInfo from ``CameraIntrinsics`` (K, D, R = I, P = [K | 0])."""
     from sensor_msgs.msg import CameraInfo
 
-    k = np.asarray(intrinsics.K, dtype=float).reshape(3, 3)
-    d = [float(v) for v in np.asarray(intrinsics.D, dtype=float).ravel()] or [0.0] * 5
     msg = CameraInfo()
     msg.header.stamp = stamp
     msg.header.frame_id = frame_id
-    msg.width, msg.height = int(intrinsics.width), int(intrinsics.height)
-    msg.distortion_model = "plumb_bob"
-    msg.d = d
-    msg.k = [float(v) for v in k.ravel()]
-    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    p = np.zeros((3, 4))
-    p[:, :3] = k
-    msg.p = [float(v) for v in p.ravel()]
+    for key, value in intrinsics.camera_info_fields().items():
+        setattr(msg, key, value)
     return msg
 
 

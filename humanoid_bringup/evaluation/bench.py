@@ -49,7 +49,11 @@ the ``markers`` scene's box:
   software OpenGL on a CPU-only machine; shadows, reflections and skybox off), at 640x480 and 424x240
   (``{"640x480": {"median", "p95"}, ...}``);
 - ``detect_ms``: marker detection and pose per RGB frame (four markers in view), same sizes;
-- ``heightmap_ms``: depth frame -> points (world) -> 2 cm height map, same sizes.
+- ``heightmap_ms``: depth frame -> points (world) -> 2 cm height map, same sizes;
+- ``lockstep_rtf_camera_off`` / ``lockstep_rtf_camera_on``: simulated seconds per wall second of the lockstep
+  ROS graph (driver, policy runner walking in place, estimator; with ``perception:=true`` also the camera node
+  rendering RGB and depth at ``--camera-rate`` Hz, 424x240, and the perception node), over ``--rtf-seconds``
+  (``humanoid_bringup/evaluation/camera_rtf.py``; details under ``camera_rtf``).
 """
 
 from __future__ import annotations
@@ -632,11 +636,25 @@ def main(argv: list[str] | None = None) -> int:
         "perception", help="head camera render time (RGB, depth), marker detection, height map"
     )
     per.add_argument("--frames", type=int, default=30, help="frames timed per image size")
+    per.add_argument(
+        "--rtf-seconds",
+        type=float,
+        default=5.0,
+        help="simulated seconds of each lockstep graph run (camera on / off); 0: skip those runs",
+    )
+    per.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
     args = parser.parse_args(argv)
     if args.benchmark == "perception":
         if args.frames < 1:
             parser.error("--frames must be >= 1")
-        print(json.dumps(bench_perception(args.frames)))
+        if args.rtf_seconds < 0:
+            parser.error("--rtf-seconds must be >= 0")
+        result = bench_perception(args.frames)
+        if args.rtf_seconds > 0:
+            from humanoid_bringup.evaluation.camera_rtf import camera_rtf
+
+            result.update(camera_rtf(seconds=args.rtf_seconds, rate_hz=args.camera_rate))
+        print(json.dumps(result))
         return 0
     if args.benchmark == "estimator":
         result = bench_estimator(args.seconds, args.seed)
