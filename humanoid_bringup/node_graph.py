@@ -29,7 +29,7 @@ __all__ = ["NODE_TOPICS", "NodeTopics", "main", "mermaid_graph"]
 
 BEGIN_MARK = "<!-- node-graph:begin (humanoid-graph --update docs/architecture.md) -->"
 END_MARK = "<!-- node-graph:end -->"
-DEFAULT_VARY = ("controller", "estimator", "mode_manager")
+DEFAULT_VARY = ("controller", "estimator", "mode_manager", "perception", "autonomy")
 
 
 @dataclass(frozen=True)
