@@ -58,7 +58,9 @@ def start_poses(
         side = 1.0 if rng.random() < 0.5 else -1.0
         x, y = marker_xy[0] + distance * math.cos(phi), marker_xy[1] + distance * math.sin(phi)
         bearing = math.atan2(marker_xy[1] - y, marker_xy[0] - x)
-        out.append((round(x, 4), round(y, 4), round(wrap(bearing + side * math.radians(off_deg)), 5)))
+        out.append(
+            (round(float(x), 4), round(float(y), 4), round(wrap(bearing + side * math.radians(off_deg)), 5))
+        )
     return out
 
 

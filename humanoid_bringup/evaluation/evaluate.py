@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=2.0,
         help="start distance to the marker (m); the head camera sees the floor up to about 2.3 m ahead "
-        "(docs/perception.md)",
+        "(docs/autonomy.md)",
     )
     auto.add_argument(
         "--off-deg", type=float, default=60.0, help="marker bearing off the start heading (deg)"
