@@ -44,7 +44,14 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
+from humanoid_control.ros.node_utils import (
+    QuietNode,
+    declare,
+    declare_double_array,
+    from_time_msg,
+    run_node,
+    to_time_msg,
+)
 from humanoid_perception.camera import CameraIntrinsics
 from humanoid_perception.camera_mount import CameraMount, matrix_to_quat_xyzw, quat_xyzw_to_matrix
 from humanoid_perception.camera_node import ACK_MARGIN_S, frame_period_ms, next_due
@@ -139,7 +146,7 @@ class PerceptionNode(QuietNode):
         self.state_tolerance = declare(
             self,
             "state_tolerance_s",
-            0.02,
+            0.05,
             "realtime: largest stamp gap image <-> /odom, /joint_states (s)",
             0.0,
             1.0,
@@ -153,6 +160,18 @@ class PerceptionNode(QuietNode):
             30.0,
         )
         self.odom_frame = declare(self, "odom_frame", "odom", "frame of /odom", read_only=True)
+        video = declare(
+            self,
+            "video_device",
+            "",
+            "optional OpenCV capture source instead of the image topic: a device index ('0') or a video "
+            "file / stream URL; empty: none (the image topic)",
+            read_only=True,
+        )
+        camera_k = declare_double_array(
+            self, "camera_k", "video_device: camera matrix K (9 values, row-major, px); else CameraInfo"
+        )
+        camera_d = declare_double_array(self, "camera_d", "video_device: distortion (plumb_bob)")
         self.period_ms = frame_period_ms(rate)
         self.period = self.period_ms / 1000.0
 
@@ -207,6 +226,10 @@ class PerceptionNode(QuietNode):
             self.create_subscription(Image, "/camera/depth/image_raw", self._on_depth, image_qos)
         self.peer = LockstepPeer(self, self.lockstep)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.capture: Any = None
+        if video:
+            self._open_capture(video, camera_k, camera_d)
+            self.create_timer(1.0 / rate, self._on_capture_timer, clock=steady)
         self.create_timer(0.05, self._retry_pending, clock=steady)
         self.create_timer(1.0, self._publish_diagnostics, clock=steady)
         self._msg_types = {"String": String, "PoseArray": PoseArray, "Int32MultiArray": Int32MultiArray}
@@ -251,6 +274,35 @@ class PerceptionNode(QuietNode):
             self.depth_info = CameraIntrinsics.from_camera_info(msg.width, msg.height, msg.k, msg.d)
         except PerceptionInputError:
             self.depth_info = None
+
+    # ------------------------------------------------------------------ OpenCV capture source
+    def _open_capture(self, video: str, k: list[float], d: list[float]) -> None:
+        """Frames from ``cv2.VideoCapture`` (a device index or a file/URL) instead of the image topic; the
+        intrinsics from ``camera_k``/``camera_d`` (else the CameraInfo topic)."""
+        import cv2
+
+        if self.lockstep:
+            raise ValueError("parameter video_device: a capture device has no simulated time (lockstep)")
+        source: int | str = int(video) if video.isdigit() else video
+        self.capture = cv2.VideoCapture(source)
+        if not self.capture.isOpened():
+            raise ValueError(f"parameter video_device: cannot open '{video}' with OpenCV")
+        if k:
+            w = int(self.capture.get(cv2.CAP_PROP_FRAME_WIDTH))
+            h = int(self.capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
+            self.color_info = CameraIntrinsics.from_camera_info(w, h, k, d)
+        self.capture_frame_id = "camera_optical_frame"
+        self.get_logger().info(f"frames from OpenCV capture '{video}'")
+
+    def _on_capture_timer(self) -> None:
+        from humanoid_perception.camera_node import image_message
+
+        ok, frame = self.capture.read()
+        if not ok or frame is None:
+            self._note_error("corrupt", "OpenCV capture: no frame (device unplugged or end of file)")
+            return
+        stamp = self.get_clock().now().to_msg()
+        self._on_color(image_message(np.ascontiguousarray(frame), "bgr8", stamp, self.capture_frame_id))
 
     # ------------------------------------------------------------------ frames
     def _on_color(self, msg: Any) -> None:
@@ -313,15 +365,10 @@ class PerceptionNode(QuietNode):
         except PerceptionInputError as exc:  # a bad frame (or one the detector refuses)
             self._error(error_kind(exc), str(exc), msg, t, state)
             return
-        if state is None:
-            self._error(
-                "state",
-                f"no /odom and /joint_states at the frame's stamp {t:.3f} s",
-                msg,
-                t,
-                None,
-                observations,
-            )
+        if state is None:  # the camera-frame results still go out; the odom ones cannot
+            text = f"no /odom and /joint_states at the frame's stamp {t:.3f} s"
+            self._note_error("state", text)
+            self._publish(msg, t, None, observations, f"state: {text}", wall)
             return
         self._publish(msg, t, state, observations, "", wall)
 
@@ -425,9 +472,7 @@ class PerceptionNode(QuietNode):
         if new:
             self._publish_diagnostics()
 
-    def _error(
-        self, kind: str, text: str, msg: Any, t: float, state: Any, observations: list[Any] | None = None
-    ) -> None:
+    def _error(self, kind: str, text: str, msg: Any, t: float, state: Any) -> None:
         """Report a bad frame: diagnostics error, ``status: error`` on the detections (no markers)."""
         from std_msgs.msg import String
 
@@ -477,8 +522,10 @@ class PerceptionNode(QuietNode):
         self.pub_diag.publish(out)
 
     def close(self) -> None:
-        """Leave the lockstep."""
+        """Leave the lockstep, release a capture device."""
         self.peer.leave()
+        if self.capture is not None:
+            self.capture.release()
 
 
 # ---------------------------------------------------------------------- helpers (cores)

@@ -220,3 +220,49 @@ def test_marker_pose_in_odom_and_bad_frames_give_errors_without_a_crash(
     values = errs[-1][2]
     for key in ("frame_rate_hz", "detection_latency_ms_median", "dropped_frames"):
         assert key in values
+
+
+def test_opencv_capture_source(tmp_path: Any, frame: dict[str, Any]) -> None:
+    """``video_device``: frames from cv2.VideoCapture (here a video file of the rendered frame) instead of
+    the image topic; markers in the camera frame (no robot state: the odom part is a ``state`` error)."""
+    import cv2
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import String
+
+    from humanoid_perception.perception_node import PerceptionNode
+
+    path = tmp_path / "frames.avi"
+    bgr = np.ascontiguousarray(frame["rgb"][:, :, ::-1])
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 5.0, SIZE)
+    for _ in range(6):
+        writer.write(bgr)
+    writer.release()
+    k = ",".join(f"{v:.6f}" for v in frame["intrinsics"].K.ravel())
+    rclpy.init(
+        args=["--ros-args", "-p", f"video_device:={path}", "-p", f"camera_k:=[{k}]", "-p", "rate_hz:=20.0"]
+    )
+    try:
+        node = PerceptionNode()
+        helper = rclpy.create_node("capture_test_helper")
+        dets: list[dict[str, Any]] = []
+        helper.create_subscription(
+            String, "/perception/detections", lambda m: dets.append(json.loads(m.data)), 50
+        )
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.add_node(helper)
+        end = time.monotonic() + 20.0
+        while time.monotonic() < end and not any(d["markers"] for d in dets):
+            executor.spin_once(timeout_sec=0.05)
+        executor.shutdown()
+        node.close()
+        node.destroy_node()
+        helper.destroy_node()
+    finally:
+        rclpy.shutdown()
+    seen = [d for d in dets if d["markers"]]
+    assert seen, dets[:3]
+    m = seen[0]["markers"][0]
+    assert m["id"] == 5 and "position_odom" not in m and seen[0]["error"].startswith("state:")
+    assert 1.5 < np.linalg.norm(m["position_camera"]) < 2.5  # the marker ~1.9 m from the camera
