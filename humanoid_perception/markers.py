@@ -199,13 +199,16 @@ class MarkerDetector:
     ) -> MarkerObservation | None:
         obj = marker_object_points(self.config.length_of(marker_id))
         K, D = intrinsics.K, intrinsics.D
-        n, rvecs, tvecs, errors = cv2.solvePnPGeneric(  # type: ignore[attr-defined]
-            obj,
-            quad,
-            K,
-            D,
-            flags=cv2.SOLVEPNP_IPPE_SQUARE,  # type: ignore[attr-defined]
-        )
+        try:
+            n, rvecs, tvecs, errors = cv2.solvePnPGeneric(  # type: ignore[attr-defined]
+                obj,
+                quad,
+                K,
+                D,
+                flags=cv2.SOLVEPNP_IPPE_SQUARE,  # type: ignore[attr-defined]
+            )
+        except cv2.error:  # type: ignore[attr-defined]
+            return None  # a degenerate quad: no pose
         if n == 0:
             return None
         errors = np.asarray(errors, dtype=float).reshape(-1)
