@@ -13,6 +13,8 @@ than a row, a zero-sized image, a big-endian multi-byte image) raises
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from humanoid_perception.errors import ImageFormatError
@@ -37,7 +39,7 @@ def decode_image(
     width: int,
     height: int,
     step: int,
-    data: bytes | bytearray | memoryview | np.ndarray,
+    data: Any,
     is_bigendian: bool = False,
 ) -> np.ndarray:
     """A ``sensor_msgs/Image``'s pixels as an array (a copy): HxW, HxWx3 or HxWx4 of the encoding's dtype."""
@@ -55,9 +57,15 @@ def decode_image(
         )
     if is_bigendian and dtype.itemsize > 1:
         raise ImageFormatError(f"image: big-endian {encoding} is not supported")
-    buf = np.frombuffer(
-        np.asarray(data, dtype=np.uint8).tobytes() if isinstance(data, np.ndarray) else data, np.uint8
-    )
+    try:  # bytes, bytearray, array.array('B') (rclpy's uint8[]), memoryview, uint8 numpy arrays
+        buf = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+    except (TypeError, ValueError):
+        try:
+            buf = np.asarray(data, dtype=np.uint8).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
+            raise ImageFormatError(
+                f"image: data of type {type(data).__name__} is not a byte buffer"
+            ) from None
     if buf.size != step * height:
         raise ImageFormatError(
             f"image: {buf.size} bytes of data for {height} rows of step {step} ({step * height} expected): "

@@ -26,6 +26,16 @@ def test_encode_decode_round_trip(encoding: str, shape: tuple, dtype: type) -> N
     np.testing.assert_array_equal(decode_image(encoding, width, height, step, data), image)
 
 
+def test_rclpy_style_buffers_decode() -> None:
+    import array
+
+    image = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
+    for data in (array.array("B", image.tobytes()), list(image.tobytes()), memoryview(image.tobytes())):
+        np.testing.assert_array_equal(decode_image("rgb8", 4, 2, 12, data), image)
+    with pytest.raises(ImageFormatError, match="byte buffer"):
+        decode_image("rgb8", 4, 2, 12, ["x"] * 24)
+
+
 def test_padded_rows_are_skipped() -> None:
     image = np.arange(12, dtype=np.uint8).reshape(3, 4)
     padded = np.zeros((3, 8), np.uint8)

@@ -120,8 +120,19 @@ def test_pose_accuracy_on_rendered_frames(floor_marker: tuple, x: float, y: floa
     mujoco.mju_mat2Quat(quat, rot_wm.reshape(9))
     model.body_pos[body], model.body_quat[body] = [x, y, 0.0], quat
     mujoco.mj_forward(model, data)
-    obs = MarkerDetector().detect(camera.render_rgb(data), camera.intrinsics())
-    assert [o.id for o in obs] == [0]
+    rgb = camera.render_rgb(data)
     p, rot = camera.optical_pose(data)
-    assert np.linalg.norm(obs[0].position - rot.T @ (np.array([x, y, 0.0]) - p)) < 0.03
-    assert rotation_angle_deg(obs[0].T_optical_marker[:3, :3].T @ rot.T @ rot_wm) < 3.0
+    errors = {}
+    for refinement in ("edges", "subpix"):
+        obs = MarkerDetector(MarkerDetectorConfig(corner_refinement=refinement)).detect(
+            rgb, camera.intrinsics()
+        )
+        assert [o.id for o in obs] == [0]
+        errors[refinement] = (
+            np.linalg.norm(obs[0].position - rot.T @ (np.array([x, y, 0.0]) - p)),
+            rotation_angle_deg(obs[0].T_optical_marker[:3, :3].T @ rot.T @ rot_wm),
+        )
+    assert errors["subpix"][0] < 0.03 and errors["subpix"][1] < 3.0
+    # the default fits the square's edges: no inward corner bias, millimetres instead of centimetres
+    assert errors["edges"][0] < 0.006 and errors["edges"][1] < 1.0
+    assert errors["edges"][0] < errors["subpix"][0]

@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     perc.add_argument("--marker-size", type=float, default=0.25, help="black square side (m)")
     perc.add_argument(
-        "--corner-refinement", default="subpix", choices=["subpix", "contour", "apriltag", "none"]
+        "--corner-refinement", default="edges", choices=["subpix", "edges", "contour", "apriltag", "none"]
     )
     perc.add_argument("--noise-seed", type=int, default=0, help="seed of the depth noise")
     args = parser.parse_args(argv)

@@ -95,7 +95,7 @@ def evaluate_markers(
     config: Any,
     dictionary: str = "DICT_APRILTAG_36h11",
     marker_size: float = 0.25,
-    corner_refinement: str = "subpix",
+    corner_refinement: str = "edges",
     distances: tuple[float, ...] = DISTANCES,
     laterals: tuple[float, ...] = LATERALS,
     yaws_deg: tuple[float, ...] = YAWS_DEG,
@@ -372,7 +372,7 @@ def run_perception_eval(
     robot: str = "g1",
     dictionary: str = "DICT_APRILTAG_36h11",
     marker_size: float = 0.25,
-    corner_refinement: str = "subpix",
+    corner_refinement: str = "edges",
     noise_seed: int = 0,
     log: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Any]:
