@@ -158,12 +158,13 @@ def run_once(
     heading_tolerance_deg: float = 15.0,
     task_timeout_s: float = 60.0,
     extra_args: dict[str, str] | None = None,
-    pre_start_s: float = 1.0,
+    start_at_s: float = 3.0,
     on_reached: Any = None,
     log: Any = print,
 ) -> dict[str, Any]:
-    """One run from ``start`` (x, y, yaw; world) to the standoff pose ``goal`` (Pose2D, world); the task
-    starts ``pre_start_s`` after the policy walks (the estimator settles on the walking robot first).
+    """One run from ``start`` (x, y, yaw; world) to the standoff pose ``goal`` (Pose2D, world); the task is
+    started at the tick of simulated time ``start_at_s`` (the policy walks from about 2.1 s, after the
+    driver's 2 s boot ramp), at the next camera frame.
 
     ``on_reached(probe, graph, watch)`` (tests): called while the tick after the settle is held, once the
     result is measured, before the graph stops; its return value is the result's ``"check"``."""
@@ -197,19 +198,22 @@ def run_once(
     result: dict[str, Any] = {"start_pose": list(start)}
     try:
         graph.start()
-        probe.start_graph(peers=PEERS, running=graph.running, timeout=180.0)
-        deadline = time.monotonic() + 180.0
-        t_run = None
-        while t_run is None:
+        # the task starts at a fixed simulated time (a held tick: the same in every run), once the policy
+        # walks and the estimator has settled on the walking robot
+        probe.start_graph(peers=PEERS, running=graph.running, timeout=180.0, hold_at=start_at_s)
+        t_start = probe.run_until(start_at_s, timeout=600.0)
+        deadline = time.monotonic() + 10.0  # the runner's latched state is read before the held tick's
+        while True:
             with watch.lock:
-                running = bool(watch.runner_states) and watch.runner_states[-1] == "run"
-            if running:
-                t_run = probe.sim_time()
-            elif time.monotonic() > deadline or not graph.running():
-                raise RuntimeError(f"the policy never ran ({watch.runner_states}); see {graph.log_path}")
-            else:
-                time.sleep(0.05)
-        t_start = probe.run_until(t_run + pre_start_s)
+                states = list(watch.runner_states)
+            if states and states[-1] == "run":
+                break
+            if time.monotonic() > deadline or not graph.running():
+                raise RuntimeError(
+                    f"the policy does not walk at t = {t_start:.2f} s (runner states {states}); see "
+                    f"{graph.log_path}"
+                )
+            time.sleep(0.05)
         ok, why = probe.call_trigger("/autonomy_node/start", timeout=30.0)
         if not ok:
             raise RuntimeError(f"/autonomy_node/start refused: {why}")
