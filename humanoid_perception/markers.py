@@ -181,7 +181,7 @@ def refine_corners_by_edges(gray: np.ndarray, quad: np.ndarray, cells: int) -> n
         f = (level[rows] - before) / np.maximum(after - before, 1e-9)
         offset = steps[j - 1] + f * (steps[j] - steps[j - 1])
         edge_points = base[rows] + offset[:, None] * normal[None, :]
-        vx, vy, x0, y0 = cv2.fitLine(np.array(edge_points, np.float32), cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+        vx, vy, x0, y0 = cv2.fitLine(edge_points.astype(np.float32), cv2.DIST_HUBER, 0, 0.01, 0.01).ravel()
         lines.append((np.array([x0, y0], float), np.array([vx, vy], float)))
     out = np.empty((4, 2))
     for k in range(4):

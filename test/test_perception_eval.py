@@ -26,7 +26,7 @@ def test_perception_eval_meets_its_goals_and_bench_reports_every_size(tmp_path: 
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result == json.loads((out / "perception.json").read_text())
     for key in ("position_error_m", "orientation_error_deg"):
-        assert set(result[key]) == {"median", "p95"}
+        assert set(result[key]) == {"median", "p95"} == set(result[f"{key}_noiseless"])
     assert result["position_error_m"]["p95"] <= 0.03
     assert result["orientation_error_deg"]["p95"] <= 3.0
     assert 0.0 < result["heightmap_rmse_m"] <= 0.01

@@ -48,7 +48,8 @@ the ``markers`` scene's box:
 - ``render_rgb_ms`` / ``render_depth_ms``: offscreen rendering of the head camera per frame (``MUJOCO_GL``,
   software OpenGL on a CPU-only machine; shadows, reflections and skybox off), at 640x480 and 424x240
   (``{"640x480": {"median", "p95"}, ...}``);
-- ``detect_ms``: marker detection and pose per RGB frame (four markers in view), same sizes;
+- ``detect_ms``: marker detection and pose per RGB frame (four markers in view), same sizes, with the default
+  corner refinement (edge lines); ``detect_subpix_ms`` with OpenCV's corner search alone;
 - ``heightmap_ms``: depth frame -> points (world) -> 2 cm height map, same sizes;
 - ``lockstep_rtf_camera_off`` / ``lockstep_rtf_camera_on``: simulated seconds per wall second of the lockstep
   ROS graph (driver, policy runner walking in place, estimator; with ``perception:=true`` also the camera node
@@ -559,7 +560,7 @@ def bench_perception(frames: int) -> dict[str, Any]:
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_perception.camera import SimCamera, load_camera_model
     from humanoid_perception.heightmap import build_heightmap, depth_to_points, transform_points
-    from humanoid_perception.markers import MarkerDetector
+    from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
 
     def stats(ms: list[float]) -> dict[str, float]:
         return {"median": round(float(np.median(ms)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
@@ -574,12 +575,13 @@ def bench_perception(frames: int) -> dict[str, Any]:
     mj, cam = load_camera_model(config, scene)
     data = standing_data(config, mj)
     detector = MarkerDetector()
+    corner_search = MarkerDetector(MarkerDetectorConfig(corner_refinement="subpix"))
     result: dict[str, Any] = {
         "frames": frames,
         "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
         "markers_in_view": 0,
     }
-    for key in ("render_rgb_ms", "render_depth_ms", "detect_ms", "heightmap_ms"):
+    for key in ("render_rgb_ms", "render_depth_ms", "detect_ms", "detect_subpix_ms", "heightmap_ms"):
         result[key] = {}
     for width, height in ((640, 480), (424, 240)):
         size = f"{width}x{height}"
@@ -587,7 +589,7 @@ def bench_perception(frames: int) -> dict[str, Any]:
             k = camera.intrinsics()
             p, rot = camera.optical_pose(data)
             camera.render_rgb(data), camera.render_depth(data)  # warm-up: context, textures
-            rgb_ms, depth_ms, det_ms, hm_ms = [], [], [], []
+            rgb_ms, depth_ms, det_ms, sub_ms, hm_ms = [], [], [], [], []
             for _ in range(frames):
                 mujoco.mj_forward(mj.model, data)
                 t0 = time.perf_counter()
@@ -599,6 +601,8 @@ def bench_perception(frames: int) -> dict[str, Any]:
                 t3 = time.perf_counter()
                 build_heightmap(transform_points(depth_to_points(depth, k), rot, p), (0.0, 0.0))
                 t4 = time.perf_counter()
+                corner_search.detect(rgb, k)
+                sub_ms.append(1e3 * (time.perf_counter() - t4))
                 rgb_ms.append(1e3 * (t1 - t0))
                 depth_ms.append(1e3 * (t2 - t1))
                 det_ms.append(1e3 * (t3 - t2))
@@ -608,6 +612,7 @@ def bench_perception(frames: int) -> dict[str, Any]:
             result["render_rgb_ms"][size] = stats(rgb_ms)
             result["render_depth_ms"][size] = stats(depth_ms)
             result["detect_ms"][size] = stats(det_ms)
+            result["detect_subpix_ms"][size] = stats(sub_ms)
             result["heightmap_ms"][size] = stats(hm_ms)
     return result
 

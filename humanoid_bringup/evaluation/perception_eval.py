@@ -42,6 +42,8 @@ YAWS_DEG = (0.0, 45.0, 90.0, 135.0, 180.0, 225.0, 270.0, 315.0)
 POSITION_GOAL_M = 0.03
 ORIENTATION_GOAL_DEG = 3.0
 HEIGHTMAP_GOAL_M = 0.01
+IMAGE_NOISE_STD = 3.0  # grey levels (of 255) of white noise per pixel and channel: a well-lit colour camera
+VARIANTS = ("noisy", "clean")
 
 
 def rotation_angle_deg(rot: np.ndarray) -> float:
@@ -99,9 +101,13 @@ def evaluate_markers(
     distances: tuple[float, ...] = DISTANCES,
     laterals: tuple[float, ...] = LATERALS,
     yaws_deg: tuple[float, ...] = YAWS_DEG,
+    image_noise: float = IMAGE_NOISE_STD,
+    noise_seed: int = 0,
     log: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Any]:
-    """Marker pose errors over the placement grid (see the module docstring): the JSON summary."""
+    """Marker pose errors over the placement grid (see the module docstring): the JSON summary. Each frame is
+    scored twice: with white sensor noise of ``image_noise`` grey levels (seeded; the headline figures) and as
+    rendered (``*_noiseless``)."""
     import mujoco
 
     from humanoid_control.hardware.scene import MarkerSpec, SceneSpec, aruco_dictionary, rpy_to_matrix
@@ -121,12 +127,11 @@ def evaluate_markers(
             dictionary=dictionary, marker_length_m=marker_size, corner_refinement=corner_refinement
         )
     )
-    pos_err: list[float] = []
-    ori_err: list[float] = []
-    reproj: list[float] = []
-    detect_ms: list[float] = []
-    by_distance: dict[str, dict[str, list[float]]] = {}
-    out_of_view, missed, wrong_id = [], [], []
+    rng = np.random.default_rng(noise_seed)
+    scores: dict[str, dict[str, Any]] = {
+        v: {"p": [], "o": [], "reproj": [], "ms": [], "missed": [], "wrong": [], "by": {}} for v in VARIANTS
+    }
+    out_of_view = []
     with SimCamera(model, data, cam) as camera:
         k = camera.intrinsics()
         view = floor_view(camera, data)
@@ -153,55 +158,65 @@ def evaluate_markers(
                         out_of_view.append(placement)
                         continue
                     rgb = camera.render_rgb(data)
-                    t0 = time.perf_counter()
-                    observations = detector.detect(rgb, k)
-                    detect_ms.append(1000.0 * (time.perf_counter() - t0))
-                    found = [o for o in observations if o.id == marker.id]
-                    wrong_id.extend([placement] for o in observations if o.id != marker.id)
-                    if not found:
-                        missed.append(placement)
-                        continue
-                    obs = found[0]
+                    noisy = rgb + rng.normal(0.0, image_noise, rgb.shape)
+                    images = {"noisy": np.clip(np.round(noisy), 0, 255).astype(np.uint8), "clean": rgb}
                     p, rot = camera.optical_pose(data)
                     t_true = rot.T @ (np.array([x, y, 0.0]) - p)
                     r_true = rot.T @ rot_wm
-                    e_p = float(np.linalg.norm(obs.position - t_true))
-                    e_o = rotation_angle_deg(obs.T_optical_marker[:3, :3].T @ r_true)
-                    pos_err.append(e_p)
-                    ori_err.append(e_o)
-                    reproj.append(obs.reprojection_error_px)
-                    row = by_distance.setdefault(f"{x:g}", {"p": [], "o": []})
-                    row["p"].append(e_p)
-                    row["o"].append(e_o)
-            log(f"markers at {x:g} m: {len(by_distance.get(f'{x:g}', {'p': []})['p'])} scored")
-    in_view = len(pos_err) + len(missed)
+                    for variant, image in images.items():
+                        sc = scores[variant]
+                        t0 = time.perf_counter()
+                        observations = detector.detect(image, k)
+                        sc["ms"].append(1000.0 * (time.perf_counter() - t0))
+                        found = [o for o in observations if o.id == marker.id]
+                        sc["wrong"].extend([placement] for o in observations if o.id != marker.id)
+                        if not found:
+                            sc["missed"].append(placement)
+                            continue
+                        obs = found[0]
+                        e_p = float(np.linalg.norm(obs.position - t_true))
+                        e_o = rotation_angle_deg(obs.T_optical_marker[:3, :3].T @ r_true)
+                        sc["p"].append(e_p)
+                        sc["o"].append(e_o)
+                        sc["reproj"].append(obs.reprojection_error_px)
+                        row = sc["by"].setdefault(f"{x:g}", {"p": [], "o": []})
+                        row["p"].append(e_p)
+                        row["o"].append(e_o)
+            log(f"markers at {x:g} m: {len(scores['noisy']['by'].get(f'{x:g}', {'p': []})['p'])} scored")
+    main, clean = scores["noisy"], scores["clean"]
+    in_view = len(main["p"]) + len(main["missed"])
     summary = {
-        "position_error_m": _stats(pos_err),
-        "orientation_error_deg": _stats(ori_err),
+        "position_error_m": _stats(main["p"]),
+        "orientation_error_deg": _stats(main["o"]),
+        "position_error_m_noiseless": _stats(clean["p"]),
+        "orientation_error_deg_noiseless": _stats(clean["o"]),
+        "image_noise_std": image_noise,
         "dictionary": dictionary,
         "marker_size_m": marker_size,
         "corner_refinement": corner_refinement,
         "image": [k.width, k.height],
         "placements": len(distances) * len(laterals) * len(yaws_deg),
         "in_view": in_view,
-        "detected": len(pos_err),
-        "detection_rate": round(len(pos_err) / in_view, 4) if in_view else None,
-        "max_position_error_m": round(max(pos_err), 5) if pos_err else None,
-        "max_orientation_error_deg": round(max(ori_err), 5) if ori_err else None,
-        "reprojection_error_px": _stats(reproj),
-        "detect_ms": _stats(detect_ms),
+        "detected": len(main["p"]),
+        "detection_rate": round(len(main["p"]) / in_view, 4) if in_view else None,
+        "detected_noiseless": len(clean["p"]),
+        "max_position_error_m": round(max(main["p"]), 5) if main["p"] else None,
+        "max_orientation_error_deg": round(max(main["o"]), 5) if main["o"] else None,
+        "reprojection_error_px": _stats(main["reproj"]),
+        "detect_ms": _stats(main["ms"]),
         "by_distance_m": {
             d: {
                 "n": len(v["p"]),
                 "position_error_m": _stats(v["p"]),
                 "orientation_error_deg": _stats(v["o"]),
             }
-            for d, v in by_distance.items()
+            for d, v in main["by"].items()
         },
         "floor_view_m": [round(view[0], 3), round(view[1], 3)],
         "out_of_view": out_of_view,
-        "missed": missed,
-        "wrong_ids": wrong_id,
+        "missed": main["missed"],
+        "missed_noiseless": clean["missed"],
+        "wrong_ids": main["wrong"] + clean["wrong"],
     }
     return summary
 
@@ -382,7 +397,9 @@ def run_perception_eval(
     out_dir.mkdir(parents=True, exist_ok=True)
     config = load_robot_config(robot)
     t0 = time.perf_counter()
-    markers = evaluate_markers(config, dictionary, marker_size, corner_refinement, log=log)
+    markers = evaluate_markers(
+        config, dictionary, marker_size, corner_refinement, noise_seed=noise_seed, log=log
+    )
     rgb, observations, k, errors = showcase_frame(config, dictionary, marker_size, corner_refinement)
     example = {"rgb": rgb, "observations": observations, "intrinsics": k}
     markers["showcase"] = {
@@ -394,6 +411,8 @@ def run_perception_eval(
     result: dict[str, Any] = {
         "position_error_m": markers.pop("position_error_m"),
         "orientation_error_deg": markers.pop("orientation_error_deg"),
+        "position_error_m_noiseless": markers.pop("position_error_m_noiseless"),
+        "orientation_error_deg_noiseless": markers.pop("orientation_error_deg_noiseless"),
         "heightmap_rmse_m": heights.pop("heightmap_rmse_m"),
         "heightmap_rmse_m_noiseless": heights.pop("heightmap_rmse_m_noiseless"),
         "markers": markers,
