@@ -81,7 +81,7 @@ def test_autonomy_reaches_the_marker_and_stops_on_a_bad_image(tmp_path: Path) ->
     # 1.3 m in front of the marker, facing 60 deg to its right: the marker is out of view, to the left
     start = (float(marker.position[0]) - 1.3, 0.0, -math.radians(60.0))
     r = run_once(
-        start, goal, tmp_path, start_at_s=2.6, settle_s=1.0, task_timeout_s=40.0, on_reached=_bad_image_check
+        start, goal, tmp_path, start_at_s=2.8, settle_s=1.0, task_timeout_s=40.0, on_reached=_bad_image_check
     )
 
     task = r["task"]

@@ -158,19 +158,20 @@ def run_once(
     heading_tolerance_deg: float = 15.0,
     task_timeout_s: float = 60.0,
     extra_args: dict[str, str] | None = None,
+    policy_at_s: float = 2.2,
     start_at_s: float = 3.0,
     on_reached: Any = None,
     log: Any = print,
 ) -> dict[str, Any]:
-    """One run from ``start`` (x, y, yaw; world) to the standoff pose ``goal`` (Pose2D, world); the task is
-    started at the tick of simulated time ``start_at_s`` (the policy walks from about 2.1 s, after the
-    driver's 2 s boot ramp), at the next camera frame.
+    """One run from ``start`` (x, y, yaw; world) to the standoff pose ``goal`` (Pose2D, world): the policy
+    is started through ``/mode_manager/run_policy`` at the tick ``policy_at_s`` (the driver holds after its
+    2 s boot ramp), the task at the tick ``start_at_s`` (it runs from the next camera frame).
 
     ``on_reached(probe, graph, watch)`` (tests): called while the tick after the settle is held, once the
     result is measured, before the graph stops; its return value is the result's ``"check"``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     args = {
-        "controller": "policy",
+        "controller": "none",  # the mode manager starts in hold; run_policy comes at a held tick
         "policy": policy,
         "autonomy": "true",
         "scene": SCENE,
@@ -198,9 +199,18 @@ def run_once(
     result: dict[str, Any] = {"start_pose": list(start)}
     try:
         graph.start()
-        # the task starts at a fixed simulated time (a held tick: the same in every run), once the policy
-        # walks and the estimator has settled on the walking robot
-        probe.start_graph(peers=PEERS, running=graph.running, timeout=180.0, hold_at=start_at_s)
+        # the policy and the task start at fixed held ticks (the same in every run): run_policy once the
+        # driver holds after its 2 s boot ramp, the task once the estimator settled on the walking robot
+        probe.start_graph(peers=PEERS, running=graph.running, timeout=180.0, hold_at=policy_at_s)
+        probe.run_until(policy_at_s, timeout=600.0)
+        deadline = time.monotonic() + 20.0
+        while True:  # the mode manager reads the driver's latched mode asynchronously: retry while held
+            ok, why = probe.call_trigger("/mode_manager/run_policy", timeout=30.0)
+            if ok or "booting" not in why or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        if not ok:
+            raise RuntimeError(f"/mode_manager/run_policy refused: {why}")
         t_start = probe.run_until(start_at_s, timeout=600.0)
         deadline = time.monotonic() + 10.0  # the runner's latched state is read before the held tick's
         while True:
