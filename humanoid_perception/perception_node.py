@@ -232,7 +232,6 @@ class PerceptionNode(QuietNode):
             self.create_timer(1.0 / rate, self._on_capture_timer, clock=steady)
         self.create_timer(0.05, self._retry_pending, clock=steady)
         self.create_timer(1.0, self._publish_diagnostics, clock=steady)
-        self._msg_types = {"String": String, "PoseArray": PoseArray, "Int32MultiArray": Int32MultiArray}
 
     # ------------------------------------------------------------------ state
     def _on_odom(self, msg: Any) -> None:
@@ -611,7 +610,8 @@ def marker_array(observations: list[Any], poses: Any, length: float) -> Any:
         cube.header = poses.header
         cube.ns, cube.id, cube.type, cube.action = "marker", int(ob.id), Marker.CUBE, Marker.ADD
         cube.pose = pose
-        cube.scale.x, cube.scale.y, cube.scale.z = length, length, 0.005
+        side = float(getattr(ob, "length_m", 0.0) or length)  # the marker's own size where the core knows it
+        cube.scale.x, cube.scale.y, cube.scale.z = side, side, 0.005
         cube.color.r, cube.color.g, cube.color.b, cube.color.a = 0.1, 0.8, 0.2, 0.8
         text = Marker()
         text.header = poses.header
