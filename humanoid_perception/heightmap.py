@@ -84,7 +84,18 @@ def transform_points(points: np.ndarray, rotation: np.ndarray, translation: np.n
     """``rotation @ p + translation`` for each row of ``points`` (N, 3): points from a child frame (e.g. the
     optical frame) into its parent (odom), given the child's pose in the parent."""
     points = np.asarray(points, dtype=float)
-    return points @ np.asarray(rotation, dtype=float).T + np.asarray(translation, dtype=float)
+    rot = np.asarray(rotation, dtype=float)
+    t = np.asarray(translation, dtype=float)
+    if points.ndim != 2 or points.shape[1] != 3 or rot.shape != (3, 3) or t.shape != (3,):
+        raise ValueError(
+            f"transform_points: need (N, 3) points, a 3x3 rotation and a 3-vector: {points.shape}"
+        )
+    # column by column: a (N, 3) x (3, 3) matmul goes through BLAS threads for little gain at this size
+    x, y, z = points[:, 0], points[:, 1], points[:, 2]
+    out = np.empty_like(points)
+    for i in range(3):
+        out[:, i] = rot[i, 0] * x + rot[i, 1] * y + rot[i, 2] * z + t[i]
+    return out
 
 
 @dataclass(frozen=True)

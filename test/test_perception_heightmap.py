@@ -39,6 +39,10 @@ def test_back_projection_reprojects_to_its_pixels() -> None:
     np.testing.assert_allclose(K.fy * pts[:, 1] / pts[:, 2] + K.cy, v[keep], atol=1e-6)
     assert len(depth_to_points(depth, K, stride=2)) <= 24 * 32
     assert np.all(depth_to_points(depth, K, min_depth=1.0, max_depth=2.0)[:, 2] <= 2.0)
+    rot, t = rpy_to_matrix((0.1, 0.2, 0.3)), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(transform_points(pts, rot, t), pts @ rot.T + t, atol=1e-12)
+    with pytest.raises(ValueError):
+        transform_points(pts[:, :2], rot, t)
 
 
 def test_back_projection_undoes_lens_distortion() -> None:

@@ -136,3 +136,15 @@ def test_pose_accuracy_on_rendered_frames(floor_marker: tuple, x: float, y: floa
     # the default fits the square's edges: no inward corner bias, millimetres instead of centimetres
     assert errors["edges"][0] < 0.006 and errors["edges"][1] < 1.0
     assert errors["edges"][0] < errors["subpix"][0]
+
+
+def test_edge_refinement_near_the_image_border_keeps_a_sound_pose() -> None:
+    """The white margin partly outside the image (the black square 4-17 px from the border): edge samples
+    there are rejected or the corners fall back to OpenCV's; the pose stays right."""
+    for shift in (-0.58, -0.6, -0.61):
+        T = pose(1.5, 20.0, 0.0)
+        T[0, 3] = shift
+        obs = MarkerDetector().detect(synthetic_view("DICT_APRILTAG_36h11", 4, 0.25, T), K640)
+        assert [o.id for o in obs] == [4]
+        assert obs[0].corners[:, 0].min() < 18.0  # less than the margin's width (about 20 px) from the border
+        assert np.linalg.norm(obs[0].position - T[:3, 3]) < 0.005

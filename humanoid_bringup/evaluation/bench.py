@@ -51,6 +51,8 @@ the ``markers`` scene's box:
 - ``detect_ms``: marker detection and pose per RGB frame (four markers in view), same sizes, with the default
   corner refinement (edge lines); ``detect_subpix_ms`` with OpenCV's corner search alone;
 - ``heightmap_ms``: depth frame -> points (world) -> 2 cm height map, same sizes;
+- each also as ``*_cpu_ms``: the process's CPU time for the step (all its threads), which other work on the
+  machine inflates far less than the wall time;
 - ``lockstep_rtf_camera_off`` / ``lockstep_rtf_camera_on``: simulated seconds per wall second of the lockstep
   ROS graph (driver, policy runner walking in place, estimator; with ``perception:=true`` also the camera node
   rendering RGB and depth at ``--camera-rate`` Hz, 424x240, and the perception node), over ``--rtf-seconds``
@@ -581,39 +583,44 @@ def bench_perception(frames: int) -> dict[str, Any]:
         "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
         "markers_in_view": 0,
     }
-    for key in ("render_rgb_ms", "render_depth_ms", "detect_ms", "detect_subpix_ms", "heightmap_ms"):
-        result[key] = {}
+    for name in ("render_rgb", "render_depth", "detect", "detect_subpix", "heightmap"):
+        result[f"{name}_ms"], result[f"{name}_cpu_ms"] = {}, {}
     for width, height in ((640, 480), (424, 240)):
         size = f"{width}x{height}"
         with SimCamera(mj.model, data, cam, width, height) as camera:
             k = camera.intrinsics()
             p, rot = camera.optical_pose(data)
             camera.render_rgb(data), camera.render_depth(data)  # warm-up: context, textures
-            rgb_ms, depth_ms, det_ms, sub_ms, hm_ms = [], [], [], [], []
+            names = ("render_rgb", "render_depth", "detect", "detect_subpix", "heightmap")
+            wall: dict[str, list[float]] = {name: [] for name in names}
+            cpu: dict[str, list[float]] = {name: [] for name in names}
+
+            def timed(
+                name: str, t0: float, c0: float, wall: dict = wall, cpu: dict = cpu
+            ) -> tuple[float, float]:
+                t1, c1 = time.perf_counter(), time.process_time()
+                wall[name].append(1e3 * (t1 - t0))
+                cpu[name].append(1e3 * (c1 - c0))
+                return t1, c1
+
             for _ in range(frames):
                 mujoco.mj_forward(mj.model, data)
-                t0 = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 rgb = camera.render_rgb(data)
-                t1 = time.perf_counter()
+                t, c = timed("render_rgb", t, c)
                 depth = camera.render_depth(data)
-                t2 = time.perf_counter()
+                t, c = timed("render_depth", t, c)
                 observations = detector.detect(rgb, k)
-                t3 = time.perf_counter()
-                build_heightmap(transform_points(depth_to_points(depth, k), rot, p), (0.0, 0.0))
-                t4 = time.perf_counter()
+                t, c = timed("detect", t, c)
                 corner_search.detect(rgb, k)
-                sub_ms.append(1e3 * (time.perf_counter() - t4))
-                rgb_ms.append(1e3 * (t1 - t0))
-                depth_ms.append(1e3 * (t2 - t1))
-                det_ms.append(1e3 * (t3 - t2))
-                hm_ms.append(1e3 * (t4 - t3))
+                t, c = timed("detect_subpix", t, c)
+                build_heightmap(transform_points(depth_to_points(depth, k), rot, p), (0.0, 0.0))
+                timed("heightmap", t, c)
             if size == "640x480":
                 result["markers_in_view"] = len(observations)
-            result["render_rgb_ms"][size] = stats(rgb_ms)
-            result["render_depth_ms"][size] = stats(depth_ms)
-            result["detect_ms"][size] = stats(det_ms)
-            result["detect_subpix_ms"][size] = stats(sub_ms)
-            result["heightmap_ms"][size] = stats(hm_ms)
+            for name in names:
+                result[f"{name}_ms"][size] = stats(wall[name])
+                result[f"{name}_cpu_ms"][size] = stats(cpu[name])
     return result
 
 

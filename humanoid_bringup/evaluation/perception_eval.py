@@ -363,7 +363,7 @@ def _write_pictures(
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
     vmax = float(np.nanmax(tru)) if np.isfinite(tru).any() else 0.1
     for ax, img, title, cmap, lim in (
-        (axes[0], est, "height map from depth (D435 noise model)", "viridis", (0.0, vmax)),
+        (axes[0], est, "height map from depth (D435 noise)", "viridis", (0.0, vmax)),
         (axes[1], tru, "heightfield truth at the cell centres", "viridis", (0.0, vmax)),
         (axes[2], err, f"error (RMSE {1000 * (rmse or float('nan')):.1f} mm)", "coolwarm", (-0.01, 0.01)),
     ):
