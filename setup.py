@@ -53,6 +53,9 @@ setup(
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
             "walking_controller = humanoid_control.walking.walking_node:main",
             "mode_manager = humanoid_control.modes.mode_manager_node:main",
+            "camera_node = humanoid_perception.camera_node:main",
+            "perception_node = humanoid_perception.perception_node:main",
+            "autonomy_node = humanoid_perception.autonomy.autonomy_node:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launcher.cli:main",
             "humanoid-bench = humanoid_bringup.evaluation.bench:main",

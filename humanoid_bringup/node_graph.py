@@ -29,7 +29,7 @@ __all__ = ["NODE_TOPICS", "NodeTopics", "main", "mermaid_graph"]
 
 BEGIN_MARK = "<!-- node-graph:begin (humanoid-graph --update docs/architecture.md) -->"
 END_MARK = "<!-- node-graph:end -->"
-DEFAULT_VARY = ("controller", "estimator", "mode_manager")
+DEFAULT_VARY = ("controller", "estimator", "mode_manager", "perception", "autonomy")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,43 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "/joy",
         ),
         parameters={"driver": "/robot_driver", "policy_runner": "/policy_runner", "wbc": "/wbc_controller"},
+    ),
+    "camera_node": NodeTopics(
+        publishes=(
+            "/camera/color/image_raw",
+            "/camera/color/camera_info",
+            "/camera/depth/image_raw",
+            "/camera/depth/camera_info",
+            "/diagnostics",
+            ACK_TOPIC,
+        ),
+        subscribes=("/sim/ground_truth", "/joint_states", STATUS_TOPIC),
+    ),
+    "perception_node": NodeTopics(
+        publishes=(
+            "/perception/marker_ids",
+            "/perception/marker_poses",
+            "/perception/marker_poses_odom",
+            "/perception/detections",
+            "/perception/markers",
+            "/perception/height_map",
+            "/diagnostics",
+            ACK_TOPIC,
+        ),
+        subscribes=(
+            "/odom",
+            "/joint_states",
+            "/camera/color/camera_info",
+            "/camera/color/image_raw",
+            "/camera/depth/camera_info",
+            "/camera/depth/image_raw",
+            STATUS_TOPIC,
+        ),
+    ),
+    "autonomy_node": NodeTopics(
+        publishes=("/autonomy/cmd_vel", "~/state", "~/outcome", ACK_TOPIC),
+        subscribes=("{mode_manager}/state", "/perception/detections", STATUS_TOPIC),
+        parameters={"mode_manager": "/mode_manager"},
     ),
     "wbc_controller": NodeTopics(
         publishes=("/joint_commands", "~/state", "/diagnostics", "/wbc/markers", ACK_TOPIC),

@@ -29,6 +29,8 @@ def test_default_plan_starts_driver_and_description() -> None:
             "start_paused": False,
             "activation_ticks": 50,
             "friction_patch": "none",
+            "scene": "flat",
+            "initial_pose": [0.0, 0.0, 0.0],
             "imu_gyro_noise_std": 0.0,
             "imu_gyro_bias_std": 0.0,
             "imu_gyro_bias_walk": 0.0,
@@ -149,3 +151,36 @@ def test_cli_exit_code_and_message_for_bad_argument() -> None:
     )
     assert result.returncode == 1  # as ros2 launch
     assert "clock" in result.stderr and "lockstep, realtime" in result.stderr
+
+
+def test_perception_and_autonomy_arguments() -> None:
+    plan = load_launch_description(
+        default_launch_file(),
+        {
+            "autonomy": "true",
+            "scene": "autonomy",
+            "initial_pose": "[1.0, -0.5, 0.25]",
+            "camera_rate_hz": "10.0",
+        },
+    )
+    try:
+        procs = {p.name: p for p in plan.processes}
+        # autonomy starts perception (camera + perception), the estimator and the mode manager with its runner
+        for name in ("camera_node", "perception_node", "autonomy_node", "state_estimator", "mode_manager"):
+            assert name in procs, sorted(procs)
+        assert procs["robot_driver"].params["scene"] == procs["camera_node"].params["scene"] == "autonomy"
+        assert procs["robot_driver"].params["initial_pose"] == [1.0, -0.5, 0.25]
+        for name in ("camera_node", "perception_node", "autonomy_node"):
+            assert procs[name].params["rate_hz"] == 10.0 and procs[name].params["lockstep"] is True
+        assert procs["policy_runner"].params["autostart"] is False  # idle under the mode manager
+    finally:
+        plan.cleanup()
+    plan = load_launch_description(default_launch_file(), {"perception": "true", "clock": "realtime"})
+    try:
+        names = [p.name for p in plan.processes]
+        assert "camera_node" in names and "perception_node" in names and "autonomy_node" not in names
+        assert "mode_manager" not in names
+        cam = next(p for p in plan.processes if p.name == "camera_node")
+        assert cam.params["lockstep"] is False
+    finally:
+        plan.cleanup()

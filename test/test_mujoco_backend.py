@@ -77,3 +77,21 @@ def test_imu_noise_is_seeded_and_off_by_default() -> None:
 def test_unknown_backend_names_allowed_values() -> None:
     with pytest.raises(ValueError, match="unknown hardware 'gazebo' \\(allowed: mujoco\\)"):
         create_backend("gazebo", config=CONFIG)
+
+
+def test_initial_pose_places_the_robot_and_respawn_returns_there() -> None:
+    import math
+
+    backend = MujocoBackend(CONFIG, initial_pose=(1.0, -2.0, 0.5))
+    core = DriverCore(CONFIG, DriverSettings())
+    truth = backend.ground_truth()
+    assert truth.position[:2] == pytest.approx([1.0, -2.0])
+    w, _x, _y, z = truth.quat
+    assert 2.0 * math.atan2(z, w) == pytest.approx(0.5)
+    _run(backend, core, 0.5)  # stands there on the floor
+    assert backend.ground_truth().position[:2] == pytest.approx([1.0, -2.0], abs=0.02)
+    backend.data.qpos[0:2] = [5.0, 5.0]
+    backend.respawn()
+    assert backend.ground_truth().position[:2] == pytest.approx([1.0, -2.0])
+    with pytest.raises(ValueError, match="finite"):
+        MujocoBackend(CONFIG, initial_pose=(math.nan, 0.0, 0.0))

@@ -40,12 +40,30 @@ same process through an equivalent TSID formulation (``tsid_tick_us_median``, ``
   time from a ``/joint_states`` message to the ``/joint_commands`` answering it (same stamp), as received here
   (``obs_to_command_us_median``, ``obs_to_command_us_p99``), and for the ticks where the policy ran
   (``obs_to_command_policy_step_us_median``, ``..._p99``).
+
+``humanoid-bench perception [--frames N]``: the perception cores in one process (Mesa's software renderer may
+use several threads), the G1 standing with four markers on the floor ahead (``perception_eval.SHOWCASE``) and
+the ``markers`` scene's box:
+
+- ``render_rgb_ms`` / ``render_depth_ms``: offscreen rendering of the head camera per frame (``MUJOCO_GL``,
+  software OpenGL on a CPU-only machine; shadows, reflections and skybox off), at 640x480 and 424x240
+  (``{"640x480": {"median", "p95"}, ...}``);
+- ``detect_ms``: marker detection and pose per RGB frame (four markers in view), same sizes, with the default
+  corner refinement (edge lines); ``detect_subpix_ms`` with OpenCV's corner search alone;
+- ``heightmap_ms``: depth frame -> points (world) -> 2 cm height map, same sizes;
+- each also as ``*_cpu_ms``: the process's CPU time for the step (all its threads), which other work on the
+  machine inflates far less than the wall time;
+- ``lockstep_rtf_camera_off`` / ``lockstep_rtf_camera_on``: simulated seconds per wall second of the lockstep
+  ROS graph (driver, policy runner walking in place, estimator; with ``perception:=true`` also the camera node
+  rendering RGB and depth at ``--camera-rate`` Hz, 424x240, and the perception node), over ``--rtf-seconds``
+  (``humanoid_bringup/evaluation/camera_rtf.py``; details under ``camera_rtf``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -534,6 +552,78 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
     }
 
 
+def bench_perception(frames: int) -> dict[str, Any]:
+    """Render, detection and height-map times per frame (ms; see the module docstring)."""
+    import mujoco
+    import numpy as np
+
+    from humanoid_bringup.evaluation.perception_eval import SHOWCASE, standing_data
+    from humanoid_control.hardware.scene import MarkerSpec, SceneSpec, load_scene
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_perception.camera import SimCamera, load_camera_model
+    from humanoid_perception.heightmap import build_heightmap, depth_to_points, transform_points
+    from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
+
+    def stats(ms: list[float]) -> dict[str, float]:
+        return {"median": round(float(np.median(ms)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
+
+    config = load_robot_config("g1")
+    base = load_scene("markers")
+    extra = tuple(
+        MarkerSpec("DICT_APRILTAG_36h11", 10 + i, 0.25, (x, y, 0.0), (0.0, 0.0, np.radians(yaw)))
+        for i, (x, y, yaw) in enumerate(SHOWCASE)
+    )
+    scene = SceneSpec("bench", markers=extra, boxes=base.boxes)
+    mj, cam = load_camera_model(config, scene)
+    data = standing_data(config, mj)
+    detector = MarkerDetector()
+    corner_search = MarkerDetector(MarkerDetectorConfig(corner_refinement="subpix"))
+    result: dict[str, Any] = {
+        "frames": frames,
+        "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
+        "markers_in_view": 0,
+    }
+    for name in ("render_rgb", "render_depth", "detect", "detect_subpix", "heightmap"):
+        result[f"{name}_ms"], result[f"{name}_cpu_ms"] = {}, {}
+    for width, height in ((640, 480), (424, 240)):
+        size = f"{width}x{height}"
+        with SimCamera(mj.model, data, cam, width, height) as camera:
+            k = camera.intrinsics()
+            p, rot = camera.optical_pose(data)
+            camera.render_rgb(data), camera.render_depth(data)  # warm-up: context, textures
+            names = ("render_rgb", "render_depth", "detect", "detect_subpix", "heightmap")
+            wall: dict[str, list[float]] = {name: [] for name in names}
+            cpu: dict[str, list[float]] = {name: [] for name in names}
+
+            def timed(
+                name: str, t0: float, c0: float, wall: dict = wall, cpu: dict = cpu
+            ) -> tuple[float, float]:
+                t1, c1 = time.perf_counter(), time.process_time()
+                wall[name].append(1e3 * (t1 - t0))
+                cpu[name].append(1e3 * (c1 - c0))
+                return t1, c1
+
+            for _ in range(frames):
+                mujoco.mj_forward(mj.model, data)
+                t, c = time.perf_counter(), time.process_time()
+                rgb = camera.render_rgb(data)
+                t, c = timed("render_rgb", t, c)
+                depth = camera.render_depth(data)
+                t, c = timed("render_depth", t, c)
+                observations = detector.detect(rgb, k)
+                t, c = timed("detect", t, c)
+                corner_search.detect(rgb, k)
+                t, c = timed("detect_subpix", t, c)
+                build_heightmap(transform_points(depth_to_points(depth, k), rot, p), (0.0, 0.0))
+                timed("heightmap", t, c)
+            if size == "640x480":
+                result["markers_in_view"] = len(observations)
+            for name in names:
+                result[f"{name}_ms"][size] = stats(wall[name])
+                result[f"{name}_cpu_ms"][size] = stats(cpu[name])
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print its JSON object as the last line of stdout."""
     parser = argparse.ArgumentParser(
@@ -554,7 +644,30 @@ def main(argv: list[str] | None = None) -> int:
     est = sub.add_parser("estimator", help="state estimator update time per tick (median, p99)")
     est.add_argument("--seconds", type=float, default=20.0, help="simulated seconds of recorded walking")
     est.add_argument("--seed", type=int, default=1, help="IMU noise seed")
+    per = sub.add_parser(
+        "perception", help="head camera render time (RGB, depth), marker detection, height map"
+    )
+    per.add_argument("--frames", type=int, default=30, help="frames timed per image size")
+    per.add_argument(
+        "--rtf-seconds",
+        type=float,
+        default=5.0,
+        help="simulated seconds of each lockstep graph run (camera on / off); 0: skip those runs",
+    )
+    per.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
     args = parser.parse_args(argv)
+    if args.benchmark == "perception":
+        if args.frames < 1:
+            parser.error("--frames must be >= 1")
+        if args.rtf_seconds < 0:
+            parser.error("--rtf-seconds must be >= 0")
+        result = bench_perception(args.frames)
+        if args.rtf_seconds > 0:
+            from humanoid_bringup.evaluation.camera_rtf import camera_rtf
+
+            result.update(camera_rtf(seconds=args.rtf_seconds, rate_hz=args.camera_rate))
+        print(json.dumps(result))
+        return 0
     if args.benchmark == "estimator":
         result = bench_estimator(args.seconds, args.seed)
     elif args.benchmark == "wbc":

@@ -13,6 +13,9 @@ Velocities are in the heading frame (x forward along the base's yaw, y left, z u
 Each segment's statistics skip its first ``settle_s`` seconds (the response to the step in the command; at
 most half of a segment);
 ``achieved_mean_full`` covers the whole segment.
+
+``humanoid-eval perception`` is the exception: it scores the perception cores in one process against MuJoCo's
+truth, without a ROS graph (:mod:`humanoid_bringup.evaluation.perception_eval`).
 """
 
 from __future__ import annotations
@@ -463,8 +466,85 @@ def main(argv: list[str] | None = None) -> int:
     stand.add_argument("--robot", default="g1")
     stand.add_argument("--out", default="results/eval")
     stand.add_argument("--seconds", type=float, default=60.0)
+    auto = sub.add_parser(
+        "autonomy",
+        help="the marker-approach task from seeded start poses (perception, autonomy, mode manager, "
+        "learned policy; lockstep); error to the standoff pose vs ground truth",
+    )
+    auto.add_argument("--policy", default="holosoma/g1_ppo")
+    auto.add_argument("--runs", type=int, default=3)
+    auto.add_argument("--seed", type=int, default=0)
+    auto.add_argument(
+        "--distance",
+        type=float,
+        default=2.0,
+        help="start distance to the marker (m); the head camera sees the floor up to about 2.3 m ahead "
+        "(docs/autonomy.md)",
+    )
+    auto.add_argument(
+        "--off-deg", type=float, default=60.0, help="marker bearing off the start heading (deg)"
+    )
+    auto.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
+    auto.add_argument("--size", default="424x240", help="rendered image size WIDTHxHEIGHT")
+    auto.add_argument("--out", default="results/eval")
+    perc = sub.add_parser(
+        "perception",
+        help="marker pose over a grid of floor placements and the 2 cm height map over a seeded heightfield, "
+        "against MuJoCo's truth (in-process, head camera rendered offscreen)",
+    )
+    perc.add_argument("--robot", default="g1")
+    perc.add_argument("--out", default="results/eval/perception", help="folder for the JSON and pictures")
+    perc.add_argument(
+        "--dictionary", default="DICT_APRILTAG_36h11", help="cv2.aruco dictionary of the marker"
+    )
+    perc.add_argument("--marker-size", type=float, default=0.25, help="black square side (m)")
+    perc.add_argument(
+        "--corner-refinement", default="edges", choices=["subpix", "edges", "contour", "apriltag", "none"]
+    )
+    perc.add_argument("--noise-seed", type=int, default=0, help="seed of the depth noise")
     args = parser.parse_args(argv)
     from humanoid_control.model.robot_config import ConfigError, load_robot_config
+
+    if args.evaluation == "autonomy":
+        from humanoid_bringup.evaluation.autonomy_eval import run_autonomy_eval
+
+        try:
+            w, h = (int(v) for v in args.size.lower().split("x"))
+        except ValueError:
+            print(f"humanoid-eval: error: --size {args.size!r} is not WIDTHxHEIGHT", file=sys.stderr)
+            return 2
+        res = run_autonomy_eval(
+            Path(args.out) / "autonomy",
+            runs=args.runs,
+            seed=args.seed,
+            distance=args.distance,
+            off_deg=args.off_deg,
+            policy=args.policy,
+            camera_rate_hz=args.camera_rate,
+            size=(w, h),
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+        )
+        print(json.dumps(res), flush=True)
+        return 0 if res["reached"] == len(res["runs"]) else 1
+
+    if args.evaluation == "perception":
+        from humanoid_bringup.evaluation.perception_eval import run_perception_eval
+
+        try:
+            res = run_perception_eval(
+                Path(args.out),
+                robot=args.robot,
+                dictionary=args.dictionary,
+                marker_size=args.marker_size,
+                corner_refinement=args.corner_refinement,
+                noise_seed=args.noise_seed,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )
+        except (ConfigError, ValueError) as exc:
+            print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+            return 2
+        print(json.dumps(res), flush=True)
+        return 0 if all(res["goals"].values()) else 1
 
     if args.evaluation in ("push", "stand"):
         from humanoid_bringup.evaluation.push_eval import run_push_eval, run_stand_eval

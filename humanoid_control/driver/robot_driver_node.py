@@ -17,9 +17,13 @@ Topics (see docs/architecture.md for the whole contract):
   in the parameters ``push_force`` (N, world frame, [x, y, z]) and ``push_duration_s`` (s) at the base body
   for exactly that much simulated time, from the next physics step; each push is published on ``/sim/push``
   (geometry_msgs/WrenchStamped, frame ``world``, stamp = simulated start time) and again with a zero force at
-  its end. ``~/respawn`` (std_srvs/Trigger) puts the robot back upright at the origin in the default pose, at
-  rest, simulated time running on; the driver then ramps (default pose to itself, stand gains, commands
-  ignored) for ``respawn_settle_s`` and holds. Both are for evaluations (repeatable trials in one graph).
+  its end. ``~/respawn`` (std_srvs/Trigger) puts the robot back upright at its start pose (``initial_pose``,
+  the origin by default) in the default pose, at rest, simulated time running on; the driver then ramps
+  (default pose to itself, stand gains, commands ignored) for ``respawn_settle_s`` and holds. Both are for
+  evaluations (repeatable trials in one graph).
+
+- simulators: ``scene`` (a world file: markers, boxes, a heightfield; ``humanoid_control/hardware/scene.py``)
+  and ``initial_pose`` ([x, y, yaw] in the world frame: where the robot starts and respawns).
 
 Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
 simulated time, and once a controller is active each tick waits until the command answering that tick's
@@ -225,6 +229,36 @@ class RobotDriverNode(QuietNode):
         extra: dict[str, Any] = {"friction_patch": patch} if patch is not None else {}
         if extra and self.hardware != "mujoco":
             raise ValueError("parameter friction_patch: only the mujoco backend simulates a floor")
+        pose = list(
+            declare(
+                self,
+                "initial_pose",
+                [0.0, 0.0, 0.0],
+                "simulation: the robot's start pose [x (m), y (m), yaw (rad)] in the world frame, also used "
+                "by ~/respawn",
+                read_only=True,
+            )
+        )
+        if len(pose) != 3 or not all(math.isfinite(float(v)) for v in pose):
+            raise ValueError(f"parameter initial_pose: [x, y, yaw] with finite values, got {pose}")
+        scene_name = declare(
+            self,
+            "scene",
+            "flat",
+            "simulation: world file config/scenes/<name>.yaml (markers, boxes, heightfield) or a YAML path; "
+            "flat: the plain floor",
+            read_only=True,
+        )
+        if scene_name.strip().lower() not in ("", "none", "flat"):
+            if self.hardware != "mujoco":
+                raise ValueError("parameter scene: only the mujoco backend simulates a world")
+            from humanoid_control.hardware.scene import load_scene
+
+            extra["scene"] = load_scene(scene_name)  # SceneError (a ValueError) names what is wrong
+        if any(float(v) != 0.0 for v in pose):
+            if self.hardware != "mujoco":
+                raise ValueError("parameter initial_pose: only a simulator can place the robot")
+            extra["initial_pose"] = tuple(float(v) for v in pose)
         self.backend: RobotBackend = create_backend(
             self.hardware, config=self.config, imu_noise=noise, **extra
         )

@@ -16,6 +16,7 @@ import numpy as np
 
 from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.push import PushRequest
+from humanoid_control.hardware.scene import SceneSpec
 from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState, Wrench
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import (
@@ -59,10 +60,19 @@ class MujocoBackend(RobotBackend):
         imu_noise: ImuNoise | None = None,
         initial_joint_positions: np.ndarray | None = None,
         friction_patch: FrictionPatch | None = None,
+        scene: SceneSpec | None = None,
+        initial_pose: tuple[float, float, float] = (0.0, 0.0, 0.0),
     ) -> None:
         self.config = config
+        x0, y0, yaw0 = (float(v) for v in initial_pose)
+        if not all(np.isfinite([x0, y0, yaw0])):
+            raise ValueError(f"initial_pose must be finite (x m, y m, yaw rad), got {initial_pose}")
+        self.initial_pose = (x0, y0, yaw0)
         self.friction_patch = friction_patch
-        self.mj = load_mujoco_model(config, scene=True, torque_actuators=True, friction_patch=friction_patch)
+        self.scene = scene
+        self.mj = load_mujoco_model(
+            config, scene=True, torque_actuators=True, friction_patch=friction_patch, scene_spec=scene
+        )
         self.model = self.mj.model
         self.data = mujoco.MjData(self.model)
         self.effort = config.array("effort")
@@ -86,10 +96,16 @@ class MujocoBackend(RobotBackend):
 
     # ------------------------------------------------------------------ control
     def reset(self, joint_positions: np.ndarray | None = None) -> None:
-        """Respawn upright at the origin, soles on the floor, at rest (time 0)."""
+        """Respawn upright at the start pose (``initial_pose``: x, y in m and yaw in rad in the world frame;
+        the origin by default), soles on the floor, at rest (time 0)."""
         mujoco.mj_resetData(self.model, self.data)
         joints = self._initial_joints if joint_positions is None else joint_positions
-        self.data.qpos[:] = initial_qpos(self.config, self.mj, self._pin, joints)
+        qpos = initial_qpos(self.config, self.mj, self._pin, joints)
+        x0, y0, yaw0 = self.initial_pose
+        b = self.mj.base_qpos_adr
+        qpos[b : b + 2] = [x0, y0]
+        qpos[b + 3 : b + 7] = [np.cos(0.5 * yaw0), 0.0, 0.0, np.sin(0.5 * yaw0)]
+        self.data.qpos[:] = qpos
         self.data.qvel[:] = 0.0
         self._command = None
         self._push_steps_left = 0
@@ -97,8 +113,8 @@ class MujocoBackend(RobotBackend):
         mujoco.mj_forward(self.model, self.data)
 
     def respawn(self, joint_positions: np.ndarray | None = None) -> None:
-        """As :meth:`reset` (upright at the origin, at rest, any push cancelled) but the clock keeps running:
-        simulated time stays monotonic for everything stamped with it."""
+        """As :meth:`reset` (upright at the start pose, at rest, any push cancelled) but the clock keeps
+        running: simulated time stays monotonic for everything stamped with it."""
         now = float(self.data.time)
         self.reset(joint_positions)
         self.data.time = now

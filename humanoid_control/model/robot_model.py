@@ -13,11 +13,16 @@ Conventions (the most common source of bugs, so stated once here):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from humanoid_control.model.robot_config import ConfigError, RobotConfig
+
+if TYPE_CHECKING:
+    from humanoid_control.hardware.scene import SceneSpec
 
 
 def quat_wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:
@@ -174,6 +179,8 @@ def load_mujoco_model(
     scene: bool = True,
     torque_actuators: bool = True,
     friction_patch: FrictionPatch | None = None,
+    scene_spec: SceneSpec | None = None,
+    edit: Callable[[object], None] | None = None,
 ) -> MujocoRobotModel:
     """Compile the robot for MuJoCo.
 
@@ -183,6 +190,8 @@ def load_mujoco_model(
         torque_actuators: convert every actuator into a torque motor (``ctrl`` = joint torque, N m, clamped
             to the configured effort limit), so the driver's own joint law is the only controller.
         friction_patch: a floor rectangle with its own friction (:class:`FrictionPatch`).
+        scene_spec: markers, boxes and a heightfield to add (:mod:`humanoid_control.hardware.scene`).
+        edit: called with the ``mujoco.MjSpec`` last, before it is compiled (e.g. to attach a camera).
     """
     import mujoco
 
@@ -195,6 +204,12 @@ def load_mujoco_model(
         body.add_site(name=foot.sole_frame, pos=list(foot.sole_offset), size=[0.01, 0.01, 0.01], group=5)
     if friction_patch is not None:
         _tile_floor(spec, friction_patch)
+    if scene_spec is not None and not scene_spec.empty:
+        from humanoid_control.hardware.scene import apply_scene
+
+        apply_scene(spec, scene_spec)
+    if edit is not None:
+        edit(spec)
     spec.option.timestep = config.simulation.timestep
     spec.option.noslip_iterations = config.simulation.noslip_iterations
     model = spec.compile()
