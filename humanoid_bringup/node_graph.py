@@ -86,15 +86,37 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "{driver}/switch",
             "{policy_runner}/state",
             "{wbc}/state",
+            "{walking}/state",
+            "/walking/status",
             "/teleop/cmd_vel",
             "/autonomy/cmd_vel",
             "/joy",
         ),
-        parameters={"driver": "/robot_driver", "policy_runner": "/policy_runner", "wbc": "/wbc_controller"},
+        parameters={
+            "driver": "/robot_driver",
+            "policy_runner": "/policy_runner",
+            "wbc": "/wbc_controller",
+            "walking": "/walking_controller",
+        },
     ),
     "wbc_controller": NodeTopics(
         publishes=("/joint_commands", "~/state", "/diagnostics", "/wbc/markers", ACK_TOPIC),
         subscribes=("{driver}/mode", "/odom", "/joint_states", STATUS_TOPIC),
+        parameters={"driver": "/robot_driver"},
+    ),
+    # the WBC node's topics plus its own (WalkingNode subclasses WbcNode)
+    "walking_controller": NodeTopics(
+        publishes=(
+            "/joint_commands",
+            "~/state",
+            "/diagnostics",
+            "/wbc/markers",
+            ACK_TOPIC,
+            "/walking/plan",
+            "/walking/footsteps",
+            "/walking/status",
+        ),
+        subscribes=("{driver}/mode", "/odom", "/joint_states", STATUS_TOPIC, "/cmd_vel"),
         parameters={"driver": "/robot_driver"},
     ),
 }
