@@ -173,6 +173,26 @@ def driver_parameter(probe: GraphProbe, name: str) -> Any:
         probe.node.destroy_client(client)
 
 
+def set_mode_manager_parameter(probe: GraphProbe, name: str, value: float) -> bool:
+    """Set a double parameter of the mode manager; whether it was accepted."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    client = probe.node.create_client(SetParameters, "/mode_manager/set_parameters")
+    try:
+        assert client.wait_for_service(timeout_sec=10.0)
+        request = SetParameters.Request(
+            parameters=[Parameter(name, Parameter.Type.DOUBLE, value).to_parameter_msg()]
+        )
+        future = client.call_async(request)
+        end = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        return future.done() and bool(future.result().results[0].successful)
+    finally:
+        probe.node.destroy_client(client)
+
+
 def yaw(quat_wxyz: np.ndarray) -> float:
     w, x, y, z = quat_wxyz
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
@@ -536,9 +556,9 @@ def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_pat
 def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> None:
     """controller:=mpc_walk with the mode manager: the walking controller starts idle and the mode manager
     enters walk once the driver holds; a teleop /cmd_vel of 0.3 m/s through the mux walks the robot forward
-    (ground truth); leaving walk is refused while the velocity is non-zero or a step is in progress, then
-    stand stops the walking controller and the driver's hold stands the robot (bumpless switches); the
-    operation record counts the time in walk."""
+    (ground truth); leaving walk is refused while the velocity is non-zero (within stand_settle_s) and, with
+    stand_settle_s set to 0, while the walking controller still reports a step; then stand stops it and the
+    driver's hold stands the robot (bumpless switches); the operation record counts the time in walk."""
     wall = [time.monotonic()]  # wall time of each phase, for the printed figures (never asserted)
     graph = launch(tmp_path, controller="mpc_walk")
     op = Operator()
@@ -572,9 +592,11 @@ def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> N
         ok, msg = op.call("stand")
         assert not ok and msg == "stand: the robot is walking; command zero velocity first", msg
         refusals = [msg]
+        # without the velocity rule, the step in progress alone refuses leaving walk
+        assert set_mode_manager_parameter(op.probe, "stand_settle_s", 0.0)
         t = t_stop
         while True:  # the walking controller finishes its step and brings its feet together
-            t = op.probe.run_until(t + 0.2)
+            t = op.probe.run_until(t + 0.1)
             ok, msg = op.call("stand")
             if ok:
                 break
@@ -583,6 +605,8 @@ def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> N
         t_stand = t
         wall.append(time.monotonic())
         figures.append(f"stand accepted {t_stand - t_stop:.1f} s after the zero command; refused: {refusals}")
+        stepping = "stand: the walking controller is still stepping; wait until it stands on both feet"
+        assert len(refusals) >= 2 and set(refusals[1:]) == {stepping}, refusals
         op.probe.run_until(t_stand + 2.1)  # the driver's 2 s ramp to its hold
         wall.append(time.monotonic())
         st = op.wait_state("stand, walking controller idle", lambda s: s["walk_state"] == "idle")
