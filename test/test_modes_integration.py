@@ -558,7 +558,8 @@ def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> N
     enters walk once the driver holds; a teleop /cmd_vel of 0.3 m/s through the mux walks the robot forward
     (ground truth); leaving walk is refused while the velocity is non-zero (within stand_settle_s) and, with
     stand_settle_s set to 0, while the walking controller still reports a step; then stand stops it and the
-    driver's hold stands the robot (bumpless switches); the operation record counts the time in walk."""
+    driver's hold stands the robot (bumpless switches); the operation record counts the time in walk. Then
+    /mode_manager/walk from the hold starts it again, and the e-stop stops it (damp)."""
     wall = [time.monotonic()]  # wall time of each phase, for the printed figures (never asserted)
     graph = launch(tmp_path, controller="mpc_walk")
     op = Operator()
@@ -615,6 +616,18 @@ def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> N
         assert p[2] > 0.7 and tilt_deg(q) < 10.0, (p, q)
         ok, text = op.call("report")
         assert ok
+        # /mode_manager/walk (the service) from the driver's hold; the e-stop stops the walking controller
+        ok, msg = op.call("walk")
+        assert ok and msg == "walk: walking (the walking controller follows /cmd_vel)", msg
+        op.probe.run_until(t_stand + 2.4)
+        st = op.wait_state("walking again", lambda s: s["mode"] == "walk" and s["walk_state"] == "run")
+        assert op.driver_mode() == "active", st
+        assert op.call("estop")[0]
+        op.probe.run_until(t_stand + 2.5)
+        st = op.wait_state("damp, walking controller idle", lambda s: s["mode"] == "damp")
+        st = op.wait_state("walking controller idle", lambda s: s["walk_state"] == "idle")
+        assert op.driver_mode() == "damping" and st["counts"]["estops"] == 1, st
+        wall.append(time.monotonic())
         op.probe.release()
         end = time.monotonic() + 20
         while len(op.switches) < 2 and time.monotonic() < end:
