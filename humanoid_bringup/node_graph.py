@@ -86,11 +86,18 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "{driver}/switch",
             "{policy_runner}/state",
             "{wbc}/state",
+            "{walking}/state",
+            "/walking/status",
             "/teleop/cmd_vel",
             "/autonomy/cmd_vel",
             "/joy",
         ),
-        parameters={"driver": "/robot_driver", "policy_runner": "/policy_runner", "wbc": "/wbc_controller"},
+        parameters={
+            "driver": "/robot_driver",
+            "policy_runner": "/policy_runner",
+            "wbc": "/wbc_controller",
+            "walking": "/walking_controller",
+        },
     ),
     "camera_node": NodeTopics(
         publishes=(
@@ -132,6 +139,21 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     "wbc_controller": NodeTopics(
         publishes=("/joint_commands", "~/state", "/diagnostics", "/wbc/markers", ACK_TOPIC),
         subscribes=("{driver}/mode", "/odom", "/joint_states", STATUS_TOPIC),
+        parameters={"driver": "/robot_driver"},
+    ),
+    # the WBC node's topics plus its own (WalkingNode subclasses WbcNode)
+    "walking_controller": NodeTopics(
+        publishes=(
+            "/joint_commands",
+            "~/state",
+            "/diagnostics",
+            "/wbc/markers",
+            ACK_TOPIC,
+            "/walking/plan",
+            "/walking/footsteps",
+            "/walking/status",
+        ),
+        subscribes=("{driver}/mode", "/odom", "/joint_states", STATUS_TOPIC, "/cmd_vel"),
         parameters={"driver": "/robot_driver"},
     ),
 }

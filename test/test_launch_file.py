@@ -89,6 +89,25 @@ def test_mode_manager_starts_the_policy_runner_idle() -> None:
             assert by_name["wbc_controller"].params["autostart"] is False
         finally:
             plan.cleanup()
+    # the walking controller under the mode manager: idle until /mode_manager/walk, with the estimator;
+    # controller:=mpc_walk names walk as the starting mode
+    for args in ({"mode_walk": "mpc"}, {"controller": "mpc_walk"}):
+        plan = load_launch_description(default_launch_file(), {"mode_manager": "true", **args})
+        try:
+            by_name = {p.name: p for p in plan.processes}
+            assert {"state_estimator", "walking_controller", "policy_runner", "mode_manager"} <= set(by_name)
+            assert "wbc_controller" not in by_name
+            assert by_name["walking_controller"].params["autostart"] is False
+            assert by_name["mode_manager"].params["initial_mode"] == args.get("controller", "none")
+        finally:
+            plan.cleanup()
+    # mode_walk:=none (the default): no walking controller, no estimator (today's graph)
+    plan = load_launch_description(default_launch_file(), {"mode_manager": "true"})
+    try:
+        names = {p.name for p in plan.processes}
+        assert "walking_controller" not in names and "state_estimator" not in names, names
+    finally:
+        plan.cleanup()
     # no joint hold controller next to the mode manager's controllers
     plan = load_launch_description(
         default_launch_file(), {"mode_manager": "true", "controller": "joint_hold"}

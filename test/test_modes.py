@@ -35,11 +35,102 @@ def test_boot_refuses_all_but_estop_and_damp() -> None:
     assert not m.decide(Request.RESET, POLICY).allowed
 
 
-def test_walk_is_refused_with_the_reason_until_walking_exists() -> None:
+ALL = Available(policy=True, walking=True, wbc=True)
+
+
+def test_walk_is_refused_with_the_reason_when_no_walking_controller_is_reachable() -> None:
     m = booted()
-    d = m.decide(Request.WALK, POLICY)
-    assert not d.allowed and d.reason == "walk: model-based walking is not available yet"
-    assert m.decide(Request.WALK, Available(policy=True, walking=True)).allowed
+    d = m.decide(Request.WALK, Available(policy=True, wbc=True))
+    assert not d.allowed and d.reason == (
+        "walk: no walking controller is reachable (launch with mode_manager:=true and mode_walk:=mpc or "
+        "controller:=mpc_walk)"
+    )
+    assert m.mode == Mode.HOLD and not m.walk_active
+    assert m.decide(Request.WALK, Available(walking=True)).allowed
+    # still refused while booting or damping, with those reasons
+    assert "still booting" in ModeMachine().decide(Request.WALK, ALL).reason
+    m.commit(m.decide(Request.ESTOP, ALL), 3.0)
+    d = m.decide(Request.WALK, ALL)
+    assert not d.allowed and d.reason == "walk: the driver is in damping; call reset first"
+
+
+def test_walk_starts_the_walking_controller_after_stopping_the_one_in_charge() -> None:
+    m = booted()
+    d = m.decide(Request.WALK, ALL)
+    assert d.allowed and d.actions == ("walk_start",) and d.target == Mode.WALK
+    assert "walking controller follows /cmd_vel" in d.reason
+    m.commit(d, 2.5)
+    assert m.mode == Mode.WALK and m.walk_active
+    assert m.decide(Request.WALK, ALL).reason == "walk: already in walk"
+    assert m.decide(Request.WALK, ALL).actions == ()
+    # walk -> stand (WBC): the walking controller stops (the driver holds), then the WBC starts
+    d = m.decide(Request.STAND, ALL)
+    assert d.actions == ("walk_stop", "wbc_start") and d.target == Mode.STAND
+    m.commit(d, 4.0)
+    assert not m.walk_active and m.wbc_active
+    # stand (WBC) -> walk: the WBC stops first
+    d = m.decide(Request.WALK, ALL)
+    assert d.actions == ("wbc_stop", "walk_start")
+    m.commit(d, 5.0)
+    assert m.walk_active and not m.wbc_active
+    # walk -> run_policy, and back
+    d = m.decide(Request.RUN_POLICY, ALL)
+    assert d.actions == ("walk_stop", "policy_start")
+    m.commit(d, 6.0)
+    assert m.decide(Request.WALK, ALL).actions == ("policy_stop", "walk_start")
+    m.commit(m.decide(Request.WALK, ALL), 7.0)
+    # walk -> stand without a WBC: the driver's hold
+    d = m.decide(Request.STAND, Available(walking=True))
+    assert d.actions == ("walk_stop",) and d.reason == "stand: standing (the driver's hold)"
+    # autonomy may be switched on while walking (the mux's /cmd_vel drives the walking controller)
+    assert m.decide(Request.AUTONOMY_ON, ALL).allowed
+
+
+def test_leaving_walk_is_refused_while_moving_or_stepping() -> None:
+    m = booted()
+    m.commit(m.decide(Request.WALK, ALL), 2.5)
+    for req in (Request.STAND, Request.RUN_POLICY):
+        d = m.decide(req, ALL, moving=True)
+        assert not d.allowed and d.reason == f"{req.value}: the robot is walking; command zero velocity first"
+        d = m.decide(req, ALL, moving=False, stepping=True)
+        assert not d.allowed and d.reason == (
+            f"{req.value}: the walking controller is still stepping; wait until it stands on both feet"
+        )
+    assert m.mode == Mode.WALK and m.walk_active
+    assert m.decide(Request.STAND, ALL, moving=False, stepping=False).allowed
+    # stepping only concerns walk: the policy is left by the velocity rule alone
+    p = booted()
+    p.commit(p.decide(Request.RUN_POLICY, ALL), 2.5)
+    assert p.decide(Request.STAND, ALL, stepping=True).allowed
+
+
+@pytest.mark.parametrize("request_", [Request.ESTOP, Request.DAMP])
+def test_damp_and_estop_stop_the_walking_controller_even_mid_step(request_: Request) -> None:
+    m = booted()
+    m.commit(m.decide(Request.WALK, ALL), 2.5)
+    d = m.decide(request_, ALL, moving=True, stepping=True)
+    assert d.allowed and d.actions == ("driver_estop", "walk_stop") and d.target == Mode.DAMP
+    m.commit(d, 3.0)
+    assert m.mode == Mode.DAMP and not m.walk_active
+    # reset -> hold; walk again starts it again
+    m.commit(m.decide(Request.RESET, ALL), 4.0)
+    m.on_driver_mode("hold", 6.0)
+    assert m.decide(Request.WALK, ALL).actions == ("walk_start",)
+
+
+def test_a_driver_fault_while_walking_enters_damp() -> None:
+    m = booted()
+    m.commit(m.decide(Request.WALK, ALL), 2.5)
+    m.on_driver_mode("active", 2.7)
+    tr = m.on_driver_mode("damping", 3.0)
+    assert tr is not None and m.mode == Mode.DAMP  # the node then stops the walking controller
+    assert m.walk_active  # (cleared by the node, which calls walk_stop)
+
+
+def test_initial_mode_walk() -> None:
+    from humanoid_control.modes.mode_machine import INITIAL_MODES
+
+    assert INITIAL_MODES["mpc_walk"] == Mode.WALK and INITIAL_MODES["walk"] == Mode.WALK
 
 
 def test_sequence_hold_stand_policy_estop_reset_stand() -> None:
@@ -227,6 +318,23 @@ def test_record_shares_and_counts() -> None:
     assert json.loads(rec.to_json())["events"][0]["kind"] == "source"
     with pytest.raises(ValueError):
         rec.event(9.0, "party")
+
+
+def test_record_counts_the_time_in_each_mode() -> None:
+    rec = OperationRecord()
+    rec.account(0.0, "idle", "boot")
+    rec.account(2.0, "idle", "hold")
+    rec.account(2.5, "idle", "walk")
+    rec.account(3.0, "teleop")  # the mode stays: walk
+    rec.account(6.0, "idle", "stand")
+    rec.account(7.0, "idle", "damp")
+    rec.account(7.5, "idle")
+    s = rec.summary()
+    modes = {"boot": 2.0, "hold": 0.5, "stand": 1.0, "walk": 3.5, "run_policy": 0.0, "damp": 0.5}
+    assert s["modes_s"] == modes
+    assert s["shares_s"]["teleop"] == 3.0 and s["duration_s"] == 7.5
+    with pytest.raises(ValueError):
+        rec.account(8.0, "idle", "fly")
 
 
 # ---------------------------------------------------------------------- keys

@@ -5,6 +5,7 @@ under tmux."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -172,6 +173,26 @@ def driver_parameter(probe: GraphProbe, name: str) -> Any:
         probe.node.destroy_client(client)
 
 
+def set_mode_manager_parameter(probe: GraphProbe, name: str, value: float) -> bool:
+    """Set a double parameter of the mode manager; whether it was accepted."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    client = probe.node.create_client(SetParameters, "/mode_manager/set_parameters")
+    try:
+        assert client.wait_for_service(timeout_sec=10.0)
+        request = SetParameters.Request(
+            parameters=[Parameter(name, Parameter.Type.DOUBLE, value).to_parameter_msg()]
+        )
+        future = client.call_async(request)
+        end = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        return future.done() and bool(future.result().results[0].successful)
+    finally:
+        probe.node.destroy_client(client)
+
+
 def yaw(quat_wxyz: np.ndarray) -> float:
     w, x, y, z = quat_wxyz
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
@@ -239,7 +260,8 @@ def test_operating_sequence_bad_inputs_and_the_mode_manager_killed(tmp_path: Pat
         assert op.driver_mode() == "hold"
         p, q = op.truth_at(2.4)
         assert p[2] > 0.7 and tilt_deg(q) < 5.0, (p, q)
-        assert op.call("walk") == (False, "walk: model-based walking is not available yet")
+        ok, msg = op.call("walk")  # mode_walk:=none: no walking controller in this graph
+        assert not ok and msg.startswith("walk: no walking controller is reachable"), msg
         ok, msg = op.call("reset")
         assert not ok and "not damping" in msg
         assert op.call("stand")[0]
@@ -529,6 +551,104 @@ def test_stand_with_the_wbc_and_bumpless_switches_to_the_policy_and_back(tmp_pat
     # WBC takes over, hands back; the policy takes over, hands back; the WBC takes over
     assert pairs[:5] == [("hold", "active"), ("active", "ramp")] * 2 + [("hold", "active")], pairs
     print("\n".join(check_switch(op.probe, s) for s in switches[:5]))
+
+
+def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> None:
+    """controller:=mpc_walk with the mode manager: the walking controller starts idle and the mode manager
+    enters walk once the driver holds; a teleop /cmd_vel of 0.3 m/s through the mux walks the robot forward
+    (ground truth); leaving walk is refused while the velocity is non-zero (within stand_settle_s) and, with
+    stand_settle_s set to 0, while the walking controller still reports a step; then stand stops it and the
+    driver's hold stands the robot (bumpless switches); the operation record counts the time in walk. Then
+    /mode_manager/walk from the hold starts it again, and the e-stop stops it (damp)."""
+    wall = [time.monotonic()]  # wall time of each phase, for the printed figures (never asserted)
+    graph = launch(tmp_path, controller="mpc_walk")
+    op = Operator()
+    figures: list[str] = []
+    try:
+        op.ready(
+            graph,
+            peers=("policy_runner", "state_estimator", "walking_controller", "mode_manager"),
+            hold_at=2.3,
+        )
+        wall.append(time.monotonic())
+        op.probe.run_until(2.3)
+        wall.append(time.monotonic())
+        st = op.wait_state("mode walk", lambda s: s["mode"] == "walk" and s["walk_state"] == "run")
+        assert st["last_event"]["kind"] in ("mode", "source", "switch"), st
+        assert op.driver_mode() == "active", st  # the walking controller took over from the driver's hold
+        x0, q0 = op.truth_at(2.3)
+        with op.lock:
+            op.teleop = (0.3, 0.0, 0.0)
+        t_stop = op.probe.run_until(4.5)
+        wall.append(time.monotonic())
+        st = op.wait_state("source teleop", lambda s: s["source"] == "teleop")
+        assert st["mode"] == "walk" and op.driver_mode() == "active", st
+        p, q = op.truth_at(t_stop)
+        forward = float(np.dot(p[:2] - x0[:2], [math.cos(yaw(q0)), math.sin(yaw(q0))]))
+        figures.append(f"teleop 0.3 m/s 2.3-4.5 s: forward {forward:.2f} m, height {p[2]:.2f} m")
+        # the first step starts after a 0.4 s weight transfer: at least half the commanded 0.3 m/s after it
+        assert forward > 0.5 * 0.3 * (t_stop - 2.3 - 0.4) and p[2] > 0.6 and tilt_deg(q) < 15.0, figures
+        with op.lock:
+            op.teleop = (0.0, 0.0, 0.0)  # an idle keyboard: zeros
+        ok, msg = op.call("stand")
+        assert not ok and msg == "stand: the robot is walking; command zero velocity first", msg
+        refusals = [msg]
+        # without the velocity rule, the step in progress alone refuses leaving walk
+        assert set_mode_manager_parameter(op.probe, "stand_settle_s", 0.0)
+        t = t_stop
+        while True:  # the walking controller finishes its step and brings its feet together
+            t = op.probe.run_until(t + 0.1)
+            ok, msg = op.call("stand")
+            if ok:
+                break
+            refusals.append(msg)
+            assert t < t_stop + 4.0, refusals
+        t_stand = t
+        wall.append(time.monotonic())
+        figures.append(f"stand accepted {t_stand - t_stop:.1f} s after the zero command; refused: {refusals}")
+        stepping = "stand: the walking controller is still stepping; wait until it stands on both feet"
+        assert len(refusals) >= 2 and set(refusals[1:]) == {stepping}, refusals
+        op.probe.run_until(t_stand + 2.1)  # the driver's 2 s ramp to its hold
+        wall.append(time.monotonic())
+        st = op.wait_state("stand, walking controller idle", lambda s: s["walk_state"] == "idle")
+        assert st["mode"] == "stand" and op.driver_mode() == "hold", st
+        p, q = op.truth_at(t_stand + 2.1)
+        assert p[2] > 0.7 and tilt_deg(q) < 10.0, (p, q)
+        ok, text = op.call("report")
+        assert ok
+        # /mode_manager/walk (the service) from the driver's hold; the e-stop stops the walking controller
+        ok, msg = op.call("walk")
+        assert ok and msg == "walk: walking (the walking controller follows /cmd_vel)", msg
+        op.probe.run_until(t_stand + 2.4)
+        st = op.wait_state("walking again", lambda s: s["mode"] == "walk" and s["walk_state"] == "run")
+        assert op.driver_mode() == "active", st
+        assert op.call("estop")[0]
+        op.probe.run_until(t_stand + 2.5)
+        st = op.wait_state("damp, walking controller idle", lambda s: s["mode"] == "damp")
+        st = op.wait_state("walking controller idle", lambda s: s["walk_state"] == "idle")
+        assert op.driver_mode() == "damping" and st["counts"]["estops"] == 1, st
+        wall.append(time.monotonic())
+        op.probe.release()
+        end = time.monotonic() + 20
+        while len(op.switches) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+        switches = list(op.switches)
+    finally:
+        op.probe.release()
+        close_graph(op.probe, graph)
+    record = json.loads(text)
+    modes = record["modes_s"]
+    figures.append(f"record: modes_s {modes}, shares_s {record['shares_s']}")
+    figures.append("wall per phase (s): " + ", ".join(f"{b - a:.1f}" for a, b in itertools.pairwise(wall)))
+    print("\n".join(figures))
+    # walk from the driver's hold (about 2.1 s) until stand; teleop drove 2.2 s of it
+    assert t_stand - 2.3 < modes["walk"] < t_stand - 1.9 and modes["stand"] > 2.0, modes
+    assert record["shares_s"]["teleop"] >= 2.1 and record["counts"]["faults"] == 0, record["counts"]
+    reasons = [e["detail"]["reason"] for e in record["events"] if e["kind"] == "refusal"]
+    assert reasons == refusals, (reasons, refusals)
+    pairs = [(s["from"], s["to"]) for s in switches]
+    assert pairs[:2] == [("hold", "active"), ("active", "ramp")], pairs  # walking takes over, hands back
+    print("\n".join(check_switch(op.probe, s) for s in switches[:2]))
 
 
 def _short_operated_run(out: Path) -> tuple[Operator, dict[str, Any]]:

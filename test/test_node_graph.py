@@ -73,6 +73,25 @@ def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
     ]
 
 
+def _node_bases(module: str) -> list[str]:
+    """Modules of other nodes whose node class a class of ``module`` derives from (WalkingNode(WbcNode))."""
+    tree = _tree(module)
+    node_modules = {
+        e.module
+        for e in importlib.metadata.distribution("humanoid_stack").entry_points
+        if e.group == "console_scripts"
+    }
+    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    bases = {b.id for c in classes for b in c.bases if isinstance(b, ast.Name)}
+    return [
+        str(stmt.module)
+        for stmt in tree.body
+        if isinstance(stmt, ast.ImportFrom)
+        and stmt.module in node_modules
+        and any(alias.name in bases for alias in stmt.names)
+    ]
+
+
 def topics_in_code(module: str) -> tuple[set[str], set[str]]:
     """(published, subscribed) topics of a node module, with those of the LockstepPeer it creates."""
     tree = _tree(module)
@@ -86,6 +105,10 @@ def topics_in_code(module: str) -> tuple[set[str], set[str]]:
         for kind, method in enumerate(("create_publisher", "create_subscription")):
             for call in _calls(scope, method):
                 found[kind].add(_topic(call.args[1], module_tree))
+    for base in _node_bases(module):  # WalkingNode(WbcNode): the WBC node's topics too
+        inherited = topics_in_code(base)
+        found[0].update(inherited[0])
+        found[1].update(inherited[1])
     return found
 
 
@@ -98,6 +121,8 @@ def parameter_default(module: str, name: str) -> object:
             and call.args[1].value == name
         ):
             return ast.literal_eval(call.args[2])
+    for base in _node_bases(module):
+        return parameter_default(base, name)
     raise AssertionError(f"{module} declares no parameter {name}")
 
 

@@ -9,16 +9,17 @@ Modes (:class:`Mode`):
   a reset.
 - ``stand``: standing chosen by the operator: the whole-body controller (WBC balance) where one is
   reachable, else the driver's hold.
-- ``walk``: model-based walking; refused until a walking controller exists.
+- ``walk``: model-based walking: the walking controller (``walking_controller``) follows the mux's
+  ``/cmd_vel``; refused when no walking controller is reachable.
 - ``run_policy``: the learned policy (``policy_runner``) commands the driver.
 - ``damp``: the driver is in damping (e-stop, ``damp`` request, or a fault), latched until ``reset``.
 
 Requests (:class:`Request`) give a :class:`Decision`: refused with the reason, or allowed with the ordered
 actions the node performs (``driver_estop``, ``driver_reset``, ``policy_start``, ``policy_stop``,
-``policy_reset``, ``wbc_start``, ``wbc_stop``) and the target mode. The node calls
-:meth:`ModeMachine.commit` once the actions succeeded. Exactly one controller commands the driver at a time:
-every switch stops the controller in charge before it starts the next one (which waits for the driver's
-hold), and damping stops the WBC too.
+``policy_reset``, ``wbc_start``, ``wbc_stop``, ``walk_start``, ``walk_stop``) and the target mode. The node
+calls :meth:`ModeMachine.commit` once the actions succeeded. Exactly one controller commands the driver at a
+time: every switch stops the controller in charge before it starts the next one (which waits for the driver's
+hold), and damping stops the WBC and the walking controller too.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ INITIAL_MODES = {
     "policy": Mode.RUN_POLICY,
     "run_policy": Mode.RUN_POLICY,
     "wbc_stand": Mode.STAND,
+    "walk": Mode.WALK,
+    "mpc_walk": Mode.WALK,
 }
 
 
@@ -81,7 +84,8 @@ class Decision:
 
 @dataclass
 class Available:
-    """Controllers the node can reach now: the policy runner's and the WBC's services; model-based walking."""
+    """Controllers the node can reach now: the policy runner's, the WBC's and the walking controller's
+    ``~/start`` services."""
 
     policy: bool = False
     walking: bool = False
@@ -109,25 +113,37 @@ class ModeMachine:
     busy: bool = False  # the node is carrying out a request: the robot's reports do not change the mode
     policy_ran: bool = False  # the policy runner reported "run" since run_policy was entered
     wbc_active: bool = False  # the WBC was started (stand) and not stopped since
+    walk_active: bool = False  # the walking controller was started (walk) and not stopped since
     history: list[Transition] = field(default_factory=list)
 
     # ------------------------------------------------------------------ requests
-    def decide(self, request: Request, available: Available, moving: bool = False) -> Decision:
+    def decide(
+        self, request: Request, available: Available, moving: bool = False, stepping: bool = False
+    ) -> Decision:
         """The decision for ``request`` in the current mode (pure: nothing changes until :meth:`commit`).
 
-        ``moving``: a non-zero velocity was commanded lately; leaving ``run_policy`` for ``stand`` is then
-        refused (a walking robot handed to a standing controller mid-step tips over: stop it first)."""
+        ``moving``: a non-zero velocity was commanded lately; leaving ``run_policy`` or ``walk`` for another
+        controller is then refused (a walking robot handed to a standing controller mid-step tips over: stop
+        it first). ``stepping``: the walking controller still reports a step in progress (it finishes its
+        step and brings its feet together after a zero command); leaving ``walk`` is refused until it
+        stands."""
         name = "set_autonomy" if request in (Request.AUTONOMY_ON, Request.AUTONOMY_OFF) else request.value
         mode = self.mode
         wbc_stop = ("wbc_stop",) if self.wbc_active else ()
+        walk_stop = ("walk_stop",) if self.walk_active else ()
         if request == Request.ESTOP:
             return Decision(
-                True, "e-stop: damping latched until reset", ("driver_estop", *wbc_stop), Mode.DAMP
+                True,
+                "e-stop: damping latched until reset",
+                ("driver_estop", *wbc_stop, *walk_stop),
+                Mode.DAMP,
             )
         if request == Request.DAMP:
             if mode == Mode.DAMP:
                 return Decision(True, "damp: already damping")
-            return Decision(True, "damp: damping latched until reset", ("driver_estop", *wbc_stop), Mode.DAMP)
+            return Decision(
+                True, "damp: damping latched until reset", ("driver_estop", *wbc_stop, *walk_stop), Mode.DAMP
+            )
         if request == Request.AUTONOMY_OFF:
             return Decision(True, "autonomy off: teleop commands the velocity")
         if request == Request.RESET:
@@ -138,7 +154,11 @@ class ModeMachine:
             actions = ("driver_reset", "policy_reset") if available.policy else ("driver_reset",)
             return Decision(True, "reset: ramping to the default pose, then hold", actions, Mode.HOLD)
         if request == Request.WALK and not available.walking:
-            return Decision(False, "walk: model-based walking is not available yet")
+            return Decision(
+                False,
+                "walk: no walking controller is reachable (launch with mode_manager:=true and mode_walk:=mpc "
+                "or controller:=mpc_walk)",
+            )
         if request == Request.RUN_POLICY and not available.policy:
             return Decision(
                 False, "run_policy: no policy runner is reachable (launch with mode_manager:=true)"
@@ -156,15 +176,23 @@ class ModeMachine:
         ]
         if mode == target:
             return Decision(True, f"{name}: already in {mode.value}")
-        if mode == Mode.RUN_POLICY and moving:
+        if mode in (Mode.RUN_POLICY, Mode.WALK) and moving:
             return Decision(False, f"{name}: the robot is walking; command zero velocity first")
-        stop = ("policy_stop",) if mode == Mode.RUN_POLICY else wbc_stop
-        start = ("policy_start",) if target == Mode.RUN_POLICY else ()
-        if target == Mode.STAND and available.wbc:
+        if mode == Mode.WALK and stepping:
+            return Decision(
+                False, f"{name}: the walking controller is still stepping; wait until it stands on both feet"
+            )
+        stop = ("policy_stop",) if mode == Mode.RUN_POLICY else wbc_stop + walk_stop
+        start: tuple[str, ...] = ()
+        if target == Mode.RUN_POLICY:
+            start = ("policy_start",)
+        elif target == Mode.WALK:
+            start = ("walk_start",)
+        elif target == Mode.STAND and available.wbc:
             start = ("wbc_start",)
         what = {
             Mode.STAND: "standing (WBC balance)" if available.wbc else "standing (the driver's hold)",
-            Mode.WALK: "walking",
+            Mode.WALK: "walking (the walking controller follows /cmd_vel)",
             Mode.RUN_POLICY: "the learned policy commands the robot",
         }[target]
         return Decision(True, f"{name}: {what}", stop + start, target)
@@ -175,6 +203,10 @@ class ModeMachine:
             self.wbc_active = False
         if "wbc_start" in decision.actions:
             self.wbc_active = True
+        if "walk_stop" in decision.actions:
+            self.walk_active = False
+        if "walk_start" in decision.actions:
+            self.walk_active = True
         if decision.target is None or decision.target == self.mode:
             return None
         if decision.target == Mode.RUN_POLICY:

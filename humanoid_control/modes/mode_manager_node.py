@@ -12,14 +12,17 @@ Topics:
 - subscribes ``/teleop/cmd_vel`` and ``/autonomy/cmd_vel`` (geometry_msgs/Twist: linear.x, linear.y in m/s,
   angular.z in rad/s, heading frame), ``/joy`` (sensor_msgs/Joy, mapping in
   :mod:`humanoid_control.modes.joy_mapping`), ``{driver}/mode`` and ``{driver}/switch`` (latched),
-  ``{policy_runner}/state`` (latched);
+  ``{policy_runner}/state``, ``{wbc}/state`` and ``{walking}/state`` (latched), ``/walking/status``
+  (std_msgs/Float64MultiArray of the walking controller while it runs: whether a step is in progress);
 - publishes ``/cmd_vel`` (geometry_msgs/Twist) at ``rate_hz`` of the node clock (simulated time in
   simulation), always: zero when no source is fresh (:mod:`humanoid_control.modes.command_mux`), and
   ``~/state`` (std_msgs/String, latched, JSON: ``mode``, ``reason``, ``source``, ``autonomy``,
-  ``driver_mode``, ``policy_state``, ``t``, ``counts``, ``last_event``) on every change and once a second.
+  ``driver_mode``, ``policy_state``, ``wbc_state``, ``walk_state``, ``t``, ``counts``, ``last_event``) on
+  every change and once a second.
 
-Controllers: the WBC (``stand``, where ``{wbc}/start`` is reachable, else the driver's hold) and the policy
-runner (``run_policy``), reached through their services; the mode manager sets the driver's
+Controllers: the WBC (``stand``, where ``{wbc}/start`` is reachable, else the driver's hold), the walking
+controller (``walk``, where ``{walking}/start`` is reachable; it follows ``/cmd_vel``) and the policy runner
+(``run_policy``), reached through their services; the mode manager sets the driver's
 ``switch_max_step`` to its ``max_torque_step`` so every switch is bumpless, and records each switch's torque
 steps from ``{driver}/switch``. If this node dies, ``/cmd_vel`` stops: a policy runner launched with
 ``command_timeout_action:=hold`` then stops and the driver holds the default pose (docs/modes.md).
@@ -39,7 +42,7 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Joy
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from humanoid_control.modes.command_mux import CommandMux, MuxSettings, Source, VelocityLimits
@@ -107,17 +110,25 @@ class ModeManagerNode(QuietNode):
             "whole-body controller node name (stand, where it runs)",
             read_only=True,
         ).rstrip("/")
+        self.walking = declare(
+            self,
+            "walking",
+            "/walking_controller",
+            "walking controller node name (walk, where it runs)",
+            read_only=True,
+        ).rstrip("/")
         initial = declare(
             self,
             "initial_mode",
             "none",
-            "mode entered once the driver holds: none (hold), stand or wbc_stand, policy (run_policy)",
+            "mode entered once the driver holds: none (hold), stand or wbc_stand, policy (run_policy), "
+            "walk or mpc_walk (walk)",
             read_only=True,
         )
         if initial not in INITIAL_MODES:
             raise ValueError(
                 f"parameter initial_mode: '{initial}' is not one of {', '.join(INITIAL_MODES)} (with "
-                "mode_manager:=true, controller:= may be none, policy or wbc_stand; the joint hold "
+                "mode_manager:=true, controller:= may be none, policy, wbc_stand or mpc_walk; the joint hold "
                 "controller is not switchable by the mode manager)"
             )
         self.initial_mode: Mode | None = (
@@ -137,7 +148,7 @@ class ModeManagerNode(QuietNode):
             self,
             "stand_settle_s",
             1.0,
-            "leaving run_policy is refused until the published velocity has been zero this long (s)",
+            "leaving run_policy or walk is refused until the published velocity has been zero this long (s)",
             0.0,
             10.0,
         )
@@ -184,6 +195,11 @@ class ModeManagerNode(QuietNode):
         self.create_subscription(String, f"{self.policy_runner}/state", self._on_policy_state, LATCHED)
         self.create_subscription(String, f"{self.wbc}/state", self._on_wbc_state, LATCHED)
         self.wbc_state: str | None = None
+        self.create_subscription(String, f"{self.walking}/state", self._on_walk_state, LATCHED)
+        self.walk_state: str | None = None
+        # the walking controller's status (only published while it runs): is a step in progress?
+        self.create_subscription(Float64MultiArray, "/walking/status", self._on_walking_status, 10)
+        self.walk_stepping = False
         self.create_subscription(Twist, "/teleop/cmd_vel", self._on_teleop, 10)
         self.create_subscription(Twist, "/autonomy/cmd_vel", self._on_autonomy, 10)
         self.create_subscription(Joy, "/joy", self._on_joy, 10)
@@ -202,6 +218,8 @@ class ModeManagerNode(QuietNode):
                 "policy_reset": f"{self.policy_runner}/reset",
                 "wbc_start": f"{self.wbc}/start",
                 "wbc_stop": f"{self.wbc}/stop",
+                "walk_start": f"{self.walking}/start",
+                "walk_stop": f"{self.walking}/stop",
             },
         )
         self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
@@ -343,7 +361,7 @@ class ModeManagerNode(QuietNode):
         """Controllers reachable now."""
         return Available(
             policy=self.caller.ready("policy_start"),
-            walking=False,
+            walking=self.caller.ready("walk_start"),
             wbc=self.caller.ready("wbc_start"),
         )
 
@@ -354,6 +372,8 @@ class ModeManagerNode(QuietNode):
     def _transition(self, tr: Transition | None) -> None:
         if tr is None:
             return
+        # the time until now goes to the old mode (operation record: modes_s)
+        self.record.account(tr.t, SHARE_OF[self._last_source or Source.NONE], tr.new.value)
         self._event(tr.t, "mode", old=tr.old.value, new=tr.new.value, reason=tr.reason)
         text = f"mode {tr.old.value} -> {tr.new.value} ({tr.reason})"
         # (one call site per severity: rclpy refuses a call site whose severity changes)
@@ -366,6 +386,9 @@ class ModeManagerNode(QuietNode):
             if self.machine.wbc_active and not self.machine.busy:  # the driver damped by itself
                 self.machine.wbc_active = False
                 self.caller.call_async("wbc_stop")
+            if self.machine.walk_active and not self.machine.busy:
+                self.machine.walk_active = False
+                self.caller.call_async("walk_stop")
 
     def _stop_motion(self, t: float) -> None:
         was = self.mux.autonomy
@@ -385,6 +408,7 @@ class ModeManagerNode(QuietNode):
             "driver_mode": self.machine.driver_mode,
             "policy_state": self.machine.policy_state,
             "wbc_state": self.wbc_state,
+            "walk_state": self.walk_state,
             "t": round(self.now(), 6),
             "counts": {
                 "takeovers": self.record.counts["takeover"],
@@ -423,7 +447,8 @@ class ModeManagerNode(QuietNode):
         self._flush_inputs()  # lockstep: the inputs that came before the request count before it
         t = self.now()
         moving = t - self._moving_t < self.stand_settle_s
-        decision = self.machine.decide(request, self.available(), moving)
+        stepping = self.walk_stepping and self.walk_state == "run"
+        decision = self.machine.decide(request, self.available(), moving, stepping)
         name = request.value if request != Request.AUTONOMY_OFF else "set_autonomy"
         if not decision.allowed:
             return self._refuse(t, name, decision.reason, origin)
@@ -436,8 +461,10 @@ class ModeManagerNode(QuietNode):
         try:
             for action in decision.actions:
                 ok, message = self.caller.call(action, self.call_timeout)
-                if not ok and action == "wbc_stop" and request in (Request.ESTOP, Request.DAMP):
-                    self.get_logger().error(f"{name}: the WBC did not stop: {message}")  # the driver damps
+                stopping = request in (Request.ESTOP, Request.DAMP)
+                if not ok and action in ("wbc_stop", "walk_stop") and stopping:
+                    what = "the WBC" if action == "wbc_stop" else "the walking controller"
+                    self.get_logger().error(f"{name}: {what} did not stop: {message}")  # the driver damps
                 elif not ok:
                     return self._refuse(self.now(), name, f"{name}: {message}", origin)
                 if action == "driver_reset":
@@ -483,6 +510,20 @@ class ModeManagerNode(QuietNode):
         if msg.data == "fault":
             self._event(self.now(), "fault", source="wbc_controller", state=msg.data)
         self._publish_state()
+
+    def _on_walk_state(self, msg: String) -> None:
+        self.walk_state = msg.data
+        if msg.data != "run":
+            self.walk_stepping = False  # not stepping while idle, waiting or faulted (status stops)
+        if msg.data == "fault":
+            self._event(self.now(), "fault", source="walking_controller", state=msg.data)
+        self._publish_state()
+
+    def _on_walking_status(self, msg: Float64MultiArray) -> None:
+        """``/walking/status``: its last field (``walking``: 1 while a footstep plan runs, 0 standing)."""
+        if msg.data:
+            value = float(msg.data[-1])
+            self.walk_stepping = not (math.isfinite(value) and value < 0.5)
 
     def _on_switch(self, msg: String) -> None:
         try:
@@ -580,7 +621,7 @@ class ModeManagerNode(QuietNode):
         msg = Twist()
         msg.linear.x, msg.linear.y, msg.angular.z = out.velocity
         self.pub_cmd.publish(msg)
-        self.record.account(t, SHARE_OF[out.source])
+        self.record.account(t, SHARE_OF[out.source], self.machine.mode.value)
         if out.source != self._last_source:
             old = self._last_source
             self._last_source = out.source
@@ -595,15 +636,16 @@ class ModeManagerNode(QuietNode):
             and self.machine.mode == Mode.HOLD
             and not self.machine.busy
             and (initial != Mode.RUN_POLICY or self.available().policy)
+            and (initial != Mode.WALK or self.available().walking)
         ):
             self.initial_mode = None
-            request = Request.STAND if initial == Mode.STAND else Request.RUN_POLICY
+            request = {Mode.STAND: Request.STAND, Mode.WALK: Request.WALK}.get(initial, Request.RUN_POLICY)
             self.perform(request, "initial_mode")
 
     # ------------------------------------------------------------------ record
     def report(self) -> str:
         """The operation record as JSON; written to ``record_path`` when set."""
-        self.record.account(self.now(), SHARE_OF[self._last_source or Source.NONE])
+        self.record.account(self.now(), SHARE_OF[self._last_source or Source.NONE], self.machine.mode.value)
         text = self.record.to_json()
         if self.record_path not in ("", "none"):
             path = Path(self.record_path)

@@ -7,7 +7,9 @@ the driver, with its largest joint torque step). Times are seconds of the node's
 
 Time shares: each interval between two :meth:`OperationRecord.account` calls goes to the source that held
 the velocity command during it: ``teleop``, ``autonomy``, or ``idle`` (no fresh source: zero published;
-this is also where a scripted run without an operator shows up).
+this is also where a scripted run without an operator shows up). The same intervals go to the operating mode
+in force during them (``boot``, ``hold``, ``stand``, ``walk``, ``run_policy``, ``damp``): ``modes_s`` in the
+summary, e.g. the time spent walking with the walking controller.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SHARES = ("teleop", "autonomy", "idle")
+MODES = ("boot", "hold", "stand", "walk", "run_policy", "damp")
 COUNTED = ("mode", "source", "autonomy", "takeover", "estop", "refusal", "fault", "switch")
 
 
@@ -37,11 +40,13 @@ class OperationRecord:
         self.events: list[Event] = []
         self.counts = dict.fromkeys(COUNTED, 0)
         self.seconds = dict.fromkeys(SHARES, 0.0)
+        self.mode_seconds = dict.fromkeys(MODES, 0.0)
         self.max_events = max_events
         self.dropped_events = 0
         self._t: float | None = None
         self._t0: float | None = None
         self._share = "idle"
+        self._mode = "boot"
 
     def event(self, t: float, kind: str, **detail: Any) -> Event:
         """Record an event (``kind`` one of :data:`COUNTED`)."""
@@ -55,20 +60,27 @@ class OperationRecord:
             self.dropped_events += 1
         return ev
 
-    def account(self, t: float, share: str) -> None:
-        """The interval since the last call goes to the share held until now; ``share`` holds from ``t``."""
+    def account(self, t: float, share: str, mode: str | None = None) -> None:
+        """The interval since the last call goes to the share and the mode held until now; ``share`` (and
+        ``mode``, when given; else the mode stays) hold from ``t``."""
         if share not in self.seconds:
             raise ValueError(f"unknown share {share!r}")
+        if mode is not None and mode not in self.mode_seconds:
+            raise ValueError(f"unknown mode {mode!r}")
         if self._t is None:
             self._t0 = t
         elif t > self._t:
             self.seconds[self._share] += t - self._t
+            self.mode_seconds[self._mode] += t - self._t
         self._t = max(t, self._t if self._t is not None else t)
         self._share = share
+        if mode is not None:
+            self._mode = mode
 
     def summary(self, events: bool = True) -> dict[str, Any]:
         """The record as a JSON-ready dictionary: ``duration_s``, ``shares_s``, ``shares`` (fractions),
-        ``counts``, ``switches`` (each controller switch's torque step) and, if asked, ``events``."""
+        ``modes_s`` (time in each operating mode), ``counts``, ``switches`` (each controller switch's torque
+        step) and, if asked, ``events``."""
         total = sum(self.seconds.values())
         out: dict[str, Any] = {
             "start_t": self._t0,
@@ -76,6 +88,7 @@ class OperationRecord:
             "duration_s": round(total, 6),
             "shares_s": {k: round(v, 6) for k, v in self.seconds.items()},
             "shares": {k: (round(v / total, 4) if total > 0 else 0.0) for k, v in self.seconds.items()},
+            "modes_s": {k: round(v, 6) for k, v in self.mode_seconds.items()},
             "counts": {
                 "takeovers": self.counts["takeover"],
                 "estops": self.counts["estop"],
