@@ -256,7 +256,7 @@ class ZmpPreviewQP:
 
         The arrays are buffers of this QP, overwritten by the next call: copy them to keep them."""
         s = self.settings
-        N, dt = s.horizon, s.dt
+        dt = s.dt
         tables = self._tables(schedule)
         times = t + dt * self._steps  # k = 0..N
         refs = tables.zmp_reference(times)
