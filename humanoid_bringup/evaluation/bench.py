@@ -551,12 +551,23 @@ def main(argv: list[str] | None = None) -> int:
     wbc = sub.add_parser("wbc", help="whole-body controller QP tick time (and TSID's, if installed)")
     wbc.add_argument("--states", type=int, default=1000, help="perturbed standing states timed")
     wbc.add_argument("--seed", type=int, default=0, help="random seed of the perturbations")
+    mpc = sub.add_parser("mpc", help="walking pattern generator re-solve time (and PlaCo's, if installed)")
+    mpc.add_argument("--plan", default=None, help="footstep plan (JSON; default: the recorded one)")
+    mpc.add_argument("--rate", type=float, default=50.0, help="re-solve rate along the plan (Hz, default 50)")
+    mpc.add_argument("--repeats", type=int, default=3, help="passes over the plan (default 3)")
+    mpc.add_argument("--block", type=int, default=25, help="re-solves per turn of ours and PlaCo's")
+    mpc.add_argument("--placo-python", default=None, help="PlaCo's python (default .venv-placo/bin/python)")
+    mpc.add_argument("--cpu", type=int, default=None, help="core to pin both to (default: the first allowed)")
     est = sub.add_parser("estimator", help="state estimator update time per tick (median, p99)")
     est.add_argument("--seconds", type=float, default=20.0, help="simulated seconds of recorded walking")
     est.add_argument("--seed", type=int, default=1, help="IMU noise seed")
     args = parser.parse_args(argv)
     if args.benchmark == "estimator":
         result = bench_estimator(args.seconds, args.seed)
+    elif args.benchmark == "mpc":
+        from humanoid_bringup.evaluation.mpc_bench import bench_mpc
+
+        result = bench_mpc(args.plan, args.rate, args.repeats, args.block, args.placo_python, args.cpu)
     elif args.benchmark == "wbc":
         result = bench_wbc(args.states, args.seed)
     elif args.benchmark == "driver":
