@@ -159,8 +159,8 @@ class PlacoRun:
                 cur.elapsed_ratio = elapsed
                 cur.t_start = self.starts[i]
             n = max(1, int((1.0 - elapsed) * steps))
-            if n >= left and i < last:  # the horizon ends in this support: cut it
-                single = not cur.is_both()
+            if n >= left:  # the horizon ends in this support: cut it
+                single = not cur.is_both() and i < last
                 keep = max(left - 1, 1) if single else left
                 if keep < n:
                     cur.elapsed_ratio = self._ratio(steps, keep)
