@@ -63,6 +63,8 @@ class PreviewSettings:
         w_dcm: weight of the terminal DCM error (1/m^2).
         max_edges: support polygon edges per sample (the hull of two quadrilateral soles has at most 8).
         constrain_zmp: keep the ZMP in the support polygon as a constraint (else tracking cost only).
+        shift_warm_start: when a solve comes a whole number of samples after the last one, start OSQP from the
+            last solution moved by as many samples (its tail repeated), not from the last solution as it is.
     """
 
     dt: float = 0.02
@@ -72,6 +74,7 @@ class PreviewSettings:
     w_dcm: float = 10.0
     max_edges: int = 8
     constrain_zmp: bool = True
+    shift_warm_start: bool = True
 
 
 @dataclass
@@ -135,7 +138,9 @@ class ZmpPreviewQP:
         self.settings = s = settings or PreviewSettings()
         if s.horizon < 2 or not s.dt > 0.0:
             raise ValueError("horizon must be >= 2 samples and dt > 0")
-        self.solver = solver or OsqpSolver(OsqpSettings(eps_abs=1e-5, eps_rel=1e-5, max_iter=4000))
+        self.solver = solver or OsqpSolver(
+            OsqpSettings(eps_abs=1e-5, eps_rel=1e-5, max_iter=4000, check_termination=10)
+        )
         N, E = s.horizon, s.max_edges
         self.n = 8 * N
         A, B = lipm.transition(s.dt)
@@ -223,6 +228,7 @@ class ZmpPreviewQP:
         inverse[self._A_perm] = np.arange(self._A_perm.size)
         self._poly_pos = inverse[n_dyn:]
         self._schedule_tables: _ScheduleTables | None = None
+        self._last: tuple[float, np.ndarray, np.ndarray | None] | None = None  # t, x, y of the last solve
         self._setup_done = False
 
     @staticmethod
@@ -303,11 +309,15 @@ class ZmpPreviewQP:
             self._setup_done = True
         else:
             self.solver.update(self._Px, g, Ax, lower, upper)
+            if s.shift_warm_start:
+                self._shift_warm_start(t)
         result = self.solver.solve()
         if not result.status.ok:
             self._setup_done = False  # start the next solve from a fresh solver
+            self._last = None
             return self._failed(result.status, t, t_start, result.iterations, result.solve_time_s)
         x = result.x
+        self._last = (t, x.copy(), None if result.y is None else result.y.copy())
         states = np.empty((N + 1, 2, 3))
         states[0] = state
         states[1:] = x[self._s_cols]
@@ -326,6 +336,23 @@ class ZmpPreviewQP:
             result.solve_time_s,
             time.perf_counter() - t_start,
         )
+
+    def _shift_warm_start(self, t: float) -> None:
+        """Warm-start from the last solution moved by the whole number of samples since it (module
+        docstring of :class:`PreviewSettings`): sample ``k`` of the last plan is sample ``k - j`` now; the
+        last ``j`` samples repeat its last one. Dual values move with their rows (dynamics, polygon)."""
+        if self._last is None or self._last[2] is None:
+            return
+        t_last, x, y = self._last
+        s = self.settings
+        N, E, dt = s.horizon, s.max_edges, s.dt
+        j = round((t - t_last) / dt)
+        if not (1 <= j < N and abs(t - t_last - j * dt) < 1e-9):
+            return
+        xs = np.concatenate([x[8 * j :], np.tile(x[-8:], j)])
+        dyn, poly = y[: self._m_dyn], y[self._m_dyn :]
+        ys = np.concatenate([dyn[6 * j :], np.tile(dyn[-6:], j), poly[E * j :], np.tile(poly[-E:], j)])
+        self.solver.warm_start(xs, ys)
 
     @staticmethod
     def _constraining_phase(schedule: ContactSchedule, tk: float, dt: float) -> int:
