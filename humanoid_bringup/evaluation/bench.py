@@ -496,7 +496,7 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
     from humanoid_control.walking.controller import WalkingController
 
     ctl = WalkingController(load_robot_config("g1"))
-    ticks, steps, single, ok = [], [], [], 0
+    ticks, steps, single, solves, iters, ok, full = [], [], [], [], [], 0, 0
     for k, (q, v, contacts) in enumerate(states):
         ctl.set_command(WALK_SPEED, 0.0, 0.0)
         t0 = time.perf_counter()
@@ -507,8 +507,13 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
             raise RuntimeError(f"the replay left the recorded walk at tick {k}")
         single.append(sum(contacts) == 1)
         out = ctl.last_output
-        ok += int(out is not None and out.ok)
+        assert out is not None
+        ok += int(out.ok)
+        full += int(out.full_problem)
+        solves.append(out.solve_time_s)
+        iters.append(out.iterations)
     us, step_us, ss = np.array(ticks) * 1e6, np.array(steps) * 1e6, np.array(single)
+    solve_us, iters_arr = np.array(solves) * 1e6, np.array(iters)
     if not ss.any():
         raise RuntimeError("the walking trajectory has no single support")
     return {
@@ -518,6 +523,9 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
         "walking_solved_fraction": ok / len(states),
         "walking_single_support_wbc_tick_us_median": float(np.median(us[ss])),
         "walking_single_support_wbc_tick_us_p99": float(np.percentile(us[ss], 99)),
+        "walking_single_support_solve_us_median": float(np.median(solve_us[ss])),
+        "walking_single_support_iterations_median": float(np.median(iters_arr[ss])),
+        "walking_full_problem_fraction": full / len(states),
         "walking_double_support_wbc_tick_us_median": float(np.median(us[~ss])) if (~ss).any() else None,
         "walking_wbc_tick_us_median": float(np.median(us)),
         "walking_wbc_tick_us_p99": float(np.percentile(us, 99)),
