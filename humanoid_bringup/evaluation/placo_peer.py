@@ -14,15 +14,19 @@ The problem (all frames odom, units m, s, rad): ``timing`` (``dt``, ``single_sup
 ``feet_spacing``, ``footsteps`` in PlaCo's order (``[side, x, y, yaw]`` of each foot rectangle's centre:
 first the first swing foot where it stands, then the stance foot, then every step), ``t0`` and ``com0``
 (``[x, y]``, the CoM at rest at the plan's start), ``horizon`` (samples) and ``times``: the re-solve times,
-``times[0] == t0``, cycled ``repeats`` times.
+``times[0] == t0``; the bench asks for them in cycles (as many ``K`` as it wants).
 
 Each cycle plans once at ``t0`` (``plan``, from ``com0``, not timed) and then re-solves at every later time
 from its own previous trajectory (``replan``: the CoM state is read from the old trajectory at that time,
 as PlaCo's own re-planning does). Per re-solve the supports passed are those that cover
 ``[t, t + horizon * dt)``: the current one with the elapsed part as ``elapsed_ratio`` (as PlaCo's
 ``replan_supports`` sets it), and the last one cut to end at the horizon (through ``elapsed_ratio``, so its
-samples keep the period ``dt``); a cut end support loses its ``end`` flag (its stop constraints belong to the
-plan's real end). The supports are built before the clock starts; only ``replan`` is timed.
+samples keep the period ``dt``); a cut support loses its ``end`` flag (its stop constraints belong to the
+plan's real end). PlaCo aims a single support's swing at the support after it, so a horizon that ends in a
+single support gives it one sample less and the next support one (81 where it would get only one). A
+re-solve exactly at a support's start is made 1 us later (PlaCo's trajectory counts a support's end time as
+in it). The supports are built before the clock starts; only ``replan`` is timed, with
+``time.perf_counter`` as the bench times ours.
 """
 
 from __future__ import annotations
