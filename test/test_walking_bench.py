@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,9 @@ def short_plan(tmp_path: Path, steps: int = 6) -> Path:
 
 
 def test_bench_mpc_keys_without_placo(tmp_path: Path) -> None:
+    allowed = os.sched_getaffinity(0)
     out = bench_mpc(short_plan(tmp_path), repeats=2, block=7, placo_python=tmp_path / "no" / "python")
+    assert os.sched_getaffinity(0) == allowed and out["cpu"] == min(allowed)  # pinned while it ran only
     # 6 steps: 3.7 s of plan, re-solved at 50 Hz while the 1.6 s horizon stays within it, twice
     assert out["plan_steps"] == 6 and out["solves"] == 2 * 105
     assert 0.0 < out["mpc_solve_us_median"] <= out["mpc_solve_us_p99"] <= out["mpc_solve_us_max"]
@@ -90,6 +93,8 @@ def test_bench_mpc_keys_without_placo(tmp_path: Path) -> None:
     assert out["horizon_samples"] == 80
     assert out["placo_us_median"] is None and out["ratio_vs_placo"] is None
     assert out["placo"].startswith("not installed")
+    with pytest.raises(ValueError, match="cpu"):
+        bench_mpc(short_plan(tmp_path), cpu=max(allowed) + 1)
 
 
 @pytest.mark.skipif(find_placo_python()[0] is None, reason="PlaCo's environment is not there (make placo)")

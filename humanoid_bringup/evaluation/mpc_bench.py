@@ -305,15 +305,34 @@ def bench_mpc(
 
     ``placo_python``: PlaCo's interpreter (default :func:`find_placo_python`; a missing file gives null
     PlaCo keys with the reason). ``cpu``: the core both run on (default: the lowest this process may use)."""
-    from humanoid_control.walking.pattern_generator import PreviewSettings
-
     config = load_robot_config("g1")
     path = Path(plan_path) if plan_path is not None else find_walk_plan()
     plan = load_walk_plan(path, config)
     if not (rate > 0.0 and math.isfinite(rate)) or repeats < 1 or block < 1:
         raise ValueError("rate must be > 0, repeats and block >= 1")
-    cpu = min(os.sched_getaffinity(0)) if cpu is None else cpu
-    os.sched_setaffinity(0, {cpu})  # one core, inherited by the PlaCo process
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed) if cpu is None else cpu
+    if cpu not in allowed:
+        raise ValueError(f"cpu {cpu} is not one this process may run on ({sorted(allowed)})")
+    os.sched_setaffinity(0, {cpu})  # one core, inherited by the PlaCo process; given back at the end
+    try:
+        return _bench_mpc(config, path, plan, rate, repeats, block, placo_python, cpu)
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _bench_mpc(
+    config: RobotConfig,
+    path: Path,
+    plan: FootstepPlan,
+    rate: float,
+    repeats: int,
+    block: int,
+    placo_python: Path | str | None,
+    cpu: int,
+) -> dict[str, Any]:
+    from humanoid_control.walking.pattern_generator import PreviewSettings
+
     preview = PreviewSettings()
     horizon_s = preview.horizon * preview.dt
     ours = _Ours(config, plan, np.zeros(1))
