@@ -84,7 +84,9 @@ def short_plan(tmp_path: Path, steps: int = 6) -> Path:
 
 def test_bench_mpc_keys_without_placo(tmp_path: Path) -> None:
     allowed = os.sched_getaffinity(0)
-    out = bench_mpc(short_plan(tmp_path), repeats=2, block=7, placo_python=tmp_path / "no" / "python")
+    out = bench_mpc(
+        short_plan(tmp_path), repeats=2, block=7, placo_python=tmp_path / "no" / "python", cpu=min(allowed)
+    )
     assert os.sched_getaffinity(0) == allowed and out["cpu"] == min(allowed)  # pinned while it ran only
     # 6 steps: 3.7 s of plan, re-solved at 50 Hz while the 1.6 s horizon stays within it, twice
     assert out["plan_steps"] == 6 and out["solves"] == 2 * 105

@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     mpc.add_argument("--repeats", type=int, default=3, help="passes over the plan (default 3)")
     mpc.add_argument("--block", type=int, default=25, help="re-solves per turn of ours and PlaCo's")
     mpc.add_argument("--placo-python", default=None, help="PlaCo's python (default .venv-placo/bin/python)")
-    mpc.add_argument("--cpu", type=int, default=None, help="core to pin both to (default: the first allowed)")
+    mpc.add_argument("--cpu", type=int, default=None, help="core to pin both to (default: none)")
     est = sub.add_parser("estimator", help="state estimator update time per tick (median, p99)")
     est.add_argument("--seconds", type=float, default=20.0, help="simulated seconds of recorded walking")
     est.add_argument("--seed", type=int, default=1, help="IMU noise seed")

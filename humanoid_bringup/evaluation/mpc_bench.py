@@ -14,13 +14,15 @@ end; this is cycled ``repeats`` times. Each re-solve is timed whole (``time.perf
 ``mpc_solve_us_median``, ``mpc_solve_us_p99``; OSQP's part alone is ``mpc_osqp_us_median``.
 
 PlaCo: ``WalkPatternGenerator`` of ``placo`` 0.10.2 (Rhoban; a LIPM jerk QP per support, ZMP in the support
-polygon, built and solved by its C++ ``problem`` layer) in its own virtual environment (``make placo``: it
-pins ``pin`` 3.8.0), run as a subprocess (:mod:`humanoid_bringup.evaluation.placo_peer`) on the same
-footsteps, timing (``dt`` 20 ms, the same support durations), ZMP margin, CoM height, horizon (the supports
-covering the same 80 samples, the last one cut) and re-solve times, re-solving from its own previous
-trajectory (``replan``), timed the same way around the call. PlaCo's feet are rectangles: the sole
-polygon's length at its narrowest width (inside the G1 sole). Both run in blocks of ``block`` re-solves in
-turn, pinned to the same CPU, so that both see the same machine load. ``placo_us_median``,
+polygon, built and solved by its C++ ``problem`` layer with dense matrices) in its own virtual environment
+(``make placo``: it pins ``pin`` 3.8.0), run as a subprocess (:mod:`.placo_peer`) on the same footsteps,
+timing (``dt`` 20 ms, the same support durations), ZMP margin, CoM height, horizon (the supports covering
+the same 80 samples, the last one cut) and re-solve times, re-solving from its own previous trajectory
+(``replan``), timed the same way around the call. PlaCo's feet are rectangles: the sole
+polygon's length at its narrowest width (inside the G1 sole). Both run single-threaded (one core's work;
+``--cpu N`` pins both to core ``N``), in blocks of ``block`` re-solves in turn, so that both see the same
+machine load; the 1-minute load average at the start and the end is reported
+(``loadavg_1min_start`` / ``_end``: on a shared machine the figures move with it). ``placo_us_median``,
 ``placo_us_p99``, ``ratio_vs_placo`` (ours / PlaCo's median); null with the reason in ``placo`` when the
 PlaCo environment is not there.
 
@@ -304,17 +306,19 @@ def bench_mpc(
     """Re-solve time of our pattern generator and PlaCo's on the recorded plan (module docstring).
 
     ``placo_python``: PlaCo's interpreter (default :func:`find_placo_python`; a missing file gives null
-    PlaCo keys with the reason). ``cpu``: the core both run on (default: the lowest this process may use)."""
+    PlaCo keys with the reason). ``cpu``: a core to pin both to (default: none; each is single-threaded,
+    one core's work, and on a machine shared with other work a pinned process cannot move off a busy core)."""
     config = load_robot_config("g1")
     path = Path(plan_path) if plan_path is not None else find_walk_plan()
     plan = load_walk_plan(path, config)
     if not (rate > 0.0 and math.isfinite(rate)) or repeats < 1 or block < 1:
         raise ValueError("rate must be > 0, repeats and block >= 1")
     allowed = os.sched_getaffinity(0)
-    cpu = min(allowed) if cpu is None else cpu
+    if cpu is None:
+        return _bench_mpc(config, path, plan, rate, repeats, block, placo_python, cpu)
     if cpu not in allowed:
         raise ValueError(f"cpu {cpu} is not one this process may run on ({sorted(allowed)})")
-    os.sched_setaffinity(0, {cpu})  # one core, inherited by the PlaCo process; given back at the end
+    os.sched_setaffinity(0, {cpu})  # inherited by the PlaCo process; given back at the end
     try:
         return _bench_mpc(config, path, plan, rate, repeats, block, placo_python, cpu)
     finally:
@@ -329,7 +333,7 @@ def _bench_mpc(
     repeats: int,
     block: int,
     placo_python: Path | str | None,
-    cpu: int,
+    cpu: int | None,
 ) -> dict[str, Any]:
     from humanoid_control.walking.pattern_generator import PreviewSettings
 
