@@ -92,8 +92,10 @@ def test_bench_mpc_keys_without_placo(tmp_path: Path) -> None:
     assert out["plan_steps"] == 6 and out["solves"] == 2 * 105
     assert 0.0 < out["mpc_solve_us_median"] <= out["mpc_solve_us_p99"] <= out["mpc_solve_us_max"]
     assert 0.0 < out["mpc_osqp_us_median"] < out["mpc_solve_us_max"]
+    assert 0.0 < out["mpc_solve_cpu_us_median"] <= out["mpc_solve_cpu_us_p99"]
     assert out["horizon_samples"] == 80
     assert out["placo_us_median"] is None and out["ratio_vs_placo"] is None
+    assert out["placo_cpu_us_median"] is None and out["ratio_vs_placo_cpu"] is None
     assert out["placo"].startswith("not installed")
     with pytest.raises(ValueError, match="cpu"):
         bench_mpc(short_plan(tmp_path), cpu=max(allowed) + 1)
@@ -105,5 +107,6 @@ def test_bench_mpc_times_placo_on_the_same_plan(tmp_path: Path) -> None:
     assert out["placo"] == "0.10.2" and out["placo_pin"] == "3.8.0"
     assert out["placo_us_median"] > 0.0 and out["placo_us_p99"] >= out["placo_us_median"]
     assert out["ratio_vs_placo"] == pytest.approx(out["mpc_solve_us_median"] / out["placo_us_median"])
+    assert out["placo_cpu_us_median"] > 0.0
     # the same horizon: 80 samples (81 where a cut single support needs one of the next support)
     assert out["placo_horizon_samples_min"] >= 80 and out["placo_horizon_samples_mean"] <= 81

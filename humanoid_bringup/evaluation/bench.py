@@ -488,21 +488,39 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
     it makes the same decisions tick by tick (plans, contact switches, swing references), so each tick's
     whole-body QP is the one the running controller solved. Timed per tick: the QP tick (``qp_tick_s``:
     rigid-body terms, assembly, solve, torques) and the whole controller step (with the ZMP preview
-    re-solves every 20 ms and the footstep re-plans), split by single and double support. Raises if the
-    replay's contacts differ from the recording's (it would not be the recorded walk)."""
+    re-solves every 20 ms and the footstep re-plans), split by single and double support. The QP tick's calls
+    are also timed in this thread's CPU time (``..._cpu_us_median``: without the waits for a core of a
+    machine shared with other work). Raises if the replay's contacts differ from the recording's (it would
+    not be the recorded walk)."""
     import numpy as np
 
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.walking.controller import WalkingController
 
     ctl = WalkingController(load_robot_config("g1"))
-    ticks, steps, single, solves, iters, ok, full = [], [], [], [], [], 0, 0
+    # the CPU time (this thread's) of the same calls as the QP tick: rigid-body terms and solve
+    cpu_s = [0.0]
+
+    def cpu_timed(call: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.thread_time()
+            out = call(*args, **kwargs)
+            cpu_s[0] += time.thread_time() - c0
+            return out
+
+        return timed
+
+    for name in ("update_dynamics", "solve"):
+        setattr(ctl.qp, name, cpu_timed(getattr(ctl.qp, name)))
+    ticks, cpu, steps, single, solves, iters, ok, full = [], [], [], [], [], [], 0, 0
     for k, (q, v, contacts) in enumerate(states):
         ctl.set_command(WALK_SPEED, 0.0, 0.0)
+        cpu_s[0] = 0.0
         t0 = time.perf_counter()
         ctl.step(q, v)
         steps.append(time.perf_counter() - t0)
         ticks.append(ctl.qp_tick_s)
+        cpu.append(cpu_s[0])
         if tuple(ctl.contacts.values()) != contacts:
             raise RuntimeError(f"the replay left the recorded walk at tick {k}")
         single.append(sum(contacts) == 1)
@@ -513,6 +531,7 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
         solves.append(out.solve_time_s)
         iters.append(out.iterations)
     us, step_us, ss = np.array(ticks) * 1e6, np.array(steps) * 1e6, np.array(single)
+    cpu_us = np.array(cpu) * 1e6
     solve_us, iters_arr = np.array(solves) * 1e6, np.array(iters)
     if not ss.any():
         raise RuntimeError("the walking trajectory has no single support")
@@ -523,6 +542,7 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
         "walking_solved_fraction": ok / len(states),
         "walking_single_support_wbc_tick_us_median": float(np.median(us[ss])),
         "walking_single_support_wbc_tick_us_p99": float(np.percentile(us[ss], 99)),
+        "walking_single_support_wbc_tick_cpu_us_median": float(np.median(cpu_us[ss])),
         "walking_single_support_solve_us_median": float(np.median(solve_us[ss])),
         "walking_single_support_iterations_median": float(np.median(iters_arr[ss])),
         "walking_full_problem_fraction": full / len(states),

@@ -6,7 +6,8 @@ numpy and placo. ``humanoid-bench mpc`` starts it as a subprocess with the path 
 drives it over stdin/stdout, one JSON object per line:
 
 - out, once set up: ``{"ready": true, "placo": VERSION, "horizon_samples_mean": ..., "solves": N}``;
-- in ``K``: run the next ``K`` re-solves; out ``{"us": [...]}`` (wall time of each, microseconds);
+- in ``K``: run the next ``K`` re-solves; out ``{"us": [...], "cpu_us": [...]}`` (wall and thread CPU time
+  of each, microseconds);
 - in ``quit``: exit. Errors go out as ``{"error": "..."}`` and exit status 1.
 
 The problem (all frames odom, units m, s, rad): ``timing`` (``dt``, ``single_support``, ``double_support``,
@@ -26,7 +27,7 @@ plan's real end). PlaCo aims a single support's swing at the support after it, s
 single support gives it one sample less and the next support one (81 where it would get only one). A
 re-solve exactly at a support's start is made 1 us later (PlaCo's trajectory counts a support's end time as
 in it). The supports are built before the clock starts; only ``replan`` is timed, with
-``time.perf_counter`` as the bench times ours.
+``time.perf_counter`` (and ``time.thread_time``) as the bench times ours.
 """
 
 from __future__ import annotations
@@ -196,9 +197,10 @@ class PlacoRun:
             ratio -= 1e-12
         return ratio
 
-    def next(self, count: int) -> list[float]:
-        """Run the next ``count`` re-solves (cycling); wall time of each (us)."""
-        us = []
+    def next(self, count: int) -> tuple[list[float], list[float]]:
+        """Run the next ``count`` re-solves (cycling); wall time and CPU time (this thread's) of each (us)."""
+        us: list[float] = []
+        cpu: list[float] = []
         for _ in range(count):
             if self._k % len(self.jobs) == 0:  # a new cycle: plan from rest at t0 (not timed)
                 first, _ = self._supports_at(self.t0)
@@ -208,14 +210,17 @@ class PlacoRun:
             fresh = self.placo.Supports()  # replan() writes into its supports: give it a copy
             for sup in supports:
                 fresh.append(sup)
+            c_begin = time.thread_time()
             t_begin = time.perf_counter()
             trajectory = self.wpg.replan(fresh, self._trajectory, t)
-            us.append((time.perf_counter() - t_begin) * 1e6)
+            t_end = time.perf_counter()
+            cpu.append((time.thread_time() - c_begin) * 1e6)
+            us.append((t_end - t_begin) * 1e6)
             if not trajectory.replan_success:  # PlaCo then returns the old trajectory, trimmed
                 raise RuntimeError(f"PlaCo could not re-plan at t = {t:.3f} s")
             self._trajectory = trajectory
             self._k += 1
-        return us
+        return us, cpu
 
 
 def main(argv: list[str]) -> int:
@@ -242,7 +247,8 @@ def main(argv: list[str]) -> int:
             cmd = line.strip()
             if cmd == "quit":
                 return 0
-            _send({"us": run.next(int(cmd))})
+            us, cpu = run.next(int(cmd))
+            _send({"us": us, "cpu_us": cpu})
     except Exception as exc:  # reported to the bench, which raises it
         _send({"error": f"{type(exc).__name__}: {exc}"})
         return 1
