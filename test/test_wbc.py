@@ -309,6 +309,7 @@ def test_bench_wbc_prints_the_issue_keys() -> None:
     tick = out["walking_single_support_wbc_tick_us_median"]
     assert 0.0 < tick <= out["walking_single_support_wbc_tick_us_p99"]
     assert out["walking_single_support_wbc_tick_cpu_us_median"] > 0.0
+    assert out["walking_single_support_vs_standing_tick"] > 0.0
     assert out["walking_controller_step_us_median"] > 0.0
     for key in ("tsid_tick_us_median", "ratio_vs_tsid", "trajectory_ratio_vs_tsid"):
         assert key in out

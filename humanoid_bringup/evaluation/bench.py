@@ -483,19 +483,24 @@ def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]
     return recorder.states
 
 
-def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, Any]:
+def _time_walking(
+    states: list[tuple[Any, Any, tuple[bool, ...]]], standing: list[tuple[Any, Any]] | None = None
+) -> dict[str, Any]:
     """The walking controller replayed on the recorded states, in order, with the command of the recording:
     it makes the same decisions tick by tick (plans, contact switches, swing references), so each tick's
     whole-body QP is the one the running controller solved. Timed per tick: the QP tick (``qp_tick_s``:
     rigid-body terms, assembly, solve, torques) and the whole controller step (with the ZMP preview
     re-solves every 20 ms and the footstep re-plans), split by single and double support. The QP tick's calls
     are also timed in this thread's CPU time (``..._cpu_us_median``: without the waits for a core of a
-    machine shared with other work). Raises if the replay's contacts differ from the recording's (it would
-    not be the recorded walk)."""
+    machine shared with other work). With ``standing`` (the recorded standing trajectory) a standing
+    controller replays it tick for tick in turn with the walk, so both see the same load: their ratio
+    (``walking_single_support_vs_standing_tick``) moves less with the load than the absolute figures.
+    Raises if the replay's contacts differ from the recording's (it would not be the recorded walk)."""
     import numpy as np
 
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.walking.controller import WalkingController
+    from humanoid_control.wbc.controller import StandingController
 
     ctl = WalkingController(load_robot_config("g1"))
     # the CPU time (this thread's) of the same calls as the QP tick: rigid-body terms and solve
@@ -512,6 +517,8 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
 
     for name in ("update_dynamics", "solve"):
         setattr(ctl.qp, name, cpu_timed(getattr(ctl.qp, name)))
+    stand = StandingController(load_robot_config("g1")) if standing else None
+    stand_ticks: list[float] = []
     ticks, cpu, steps, single, solves, iters, ok, full = [], [], [], [], [], [], 0, 0
     for k, (q, v, contacts) in enumerate(states):
         ctl.set_command(WALK_SPEED, 0.0, 0.0)
@@ -521,6 +528,9 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
         steps.append(time.perf_counter() - t0)
         ticks.append(ctl.qp_tick_s)
         cpu.append(cpu_s[0])
+        if stand is not None and standing:
+            stand.step(*standing[k % len(standing)])
+            stand_ticks.append(stand.qp_tick_s)
         if tuple(ctl.contacts.values()) != contacts:
             raise RuntimeError(f"the replay left the recorded walk at tick {k}")
         single.append(sum(contacts) == 1)
@@ -535,7 +545,7 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
     solve_us, iters_arr = np.array(solves) * 1e6, np.array(iters)
     if not ss.any():
         raise RuntimeError("the walking trajectory has no single support")
-    return {
+    result: dict[str, Any] = {
         "walking_speed_mps": WALK_SPEED,
         "walking_states": len(states),
         "walking_single_support_states": int(ss.sum()),
@@ -552,7 +562,16 @@ def _time_walking(states: list[tuple[Any, Any, tuple[bool, ...]]]) -> dict[str, 
         "walking_controller_step_us_median": float(np.median(step_us)),
         "walking_controller_step_us_p99": float(np.percentile(step_us, 99)),
         "goal_walking_single_support_wbc_tick_us_median": 400.0,
+        "walking_interleaved_standing_tick_us_median": None,
+        "walking_single_support_vs_standing_tick": None,
     }
+    if stand_ticks:
+        st_us = float(np.median(stand_ticks) * 1e6)
+        result["walking_interleaved_standing_tick_us_median"] = st_us
+        result["walking_single_support_vs_standing_tick"] = (
+            result["walking_single_support_wbc_tick_us_median"] / st_us
+        )
+    return result
 
 
 def bench_wbc(n_states: int, seed: int, walking_seconds: float = 4.0) -> dict[str, Any]:
@@ -573,7 +592,7 @@ def bench_wbc(n_states: int, seed: int, walking_seconds: float = 4.0) -> dict[st
         "ratio_vs_tsid",
     ):
         result[f"trajectory_{key}"] = traj[key]
-    result.update(_time_walking(_walking_trajectory(walking_seconds)))
+    result.update(_time_walking(_walking_trajectory(walking_seconds), trajectory))
     return result
 
 
