@@ -177,7 +177,7 @@ def test_vectorized_assembly_equals_the_per_sample_reference() -> None:
     sched = gen.set_plan(plan, t0=0.3)
     qp = gen.qp
     rng = np.random.default_rng(3)
-    times = np.concatenate([np.arange(0.0, sched.t_end + 2.0, 0.02), rng.uniform(0.0, sched.t_end + 2.0, 40)])
+    times = np.concatenate([np.arange(0.0, sched.t_end + 2.0, 0.06), rng.uniform(0.0, sched.t_end + 2.0, 40)])
     for t in times:
         state = rng.normal(scale=0.1, size=(2, 3))
         got = [a.copy() for a in qp.assemble(float(t), state, sched)]
