@@ -338,8 +338,8 @@ class ZmpPreviewQP:
         )
 
     def _shift_warm_start(self, t: float) -> None:
-        """Warm-start from the last solution moved by the whole number of samples since it (module
-        docstring of :class:`PreviewSettings`): sample ``k`` of the last plan is sample ``k - j`` now; the
+        """Warm-start from the last solution moved by the whole number ``j`` of samples since it
+        (``PreviewSettings.shift_warm_start``): sample ``k`` of the last plan is sample ``k - j`` now; the
         last ``j`` samples repeat its last one. Dual values move with their rows (dynamics, polygon)."""
         if self._last is None or self._last[2] is None:
             return
