@@ -53,7 +53,8 @@ from humanoid_control.walking.footsteps import (
     other_side,
 )
 from humanoid_control.walking.generator import WalkingGenerator, WalkingReference
-from humanoid_control.walking.geometry import Pose2D
+from humanoid_control.walking.geometry import Pose2D, distance_outside
+from humanoid_control.walking.step_adjustment import DcmStepAdjuster, StepAdjustment, StepAdjustmentSettings
 from humanoid_control.walking.swing import _blend
 from humanoid_control.wbc.balance import _clamp, _edge_lines, _hull, _offset
 from humanoid_control.wbc.command import CommandGenerator, CommandSettings, JointCommand
@@ -83,6 +84,15 @@ class WalkingSettings:
         step_adjustment: move the swing foot's touchdown by the DCM error predicted at touchdown.
         capture_tolerance: dead band of that error (m).
         adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
+        adjust_gain: scale of the touchdown move per axis (x, y of the odom frame).
+        recovery_steps: standing, step when the DCM leaves the feet's support polygon.
+        recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
+        recovery_transfer: weight transfer before the capture step's swing (s).
+        recovery_min_swing: shortest capture swing (s).
+        friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
+            Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
+            to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
+            cone's edge) and the robot fell; with 0.3 it turned by less than 0.12 rad and walked on.
     """
 
     dcm_gain: float = 1.0
@@ -96,6 +106,14 @@ class WalkingSettings:
     step_adjustment: bool = True
     capture_tolerance: float = 0.0
     adjust_window: tuple[float, float] = (0.1, 0.8)
+    adjust_gain: tuple[float, float] = (1.0, 1.0)
+    friction: float = 0.3
+    recovery_steps: bool = True
+    recovery_threshold: float = 0.0
+    recovery_transfer: float = 0.05
+    recovery_min_swing: float = 0.25
+    recovery_reach: tuple[float, float, float] = (0.4, 0.3, 0.45)
+    recovery_offset: float = 0.2
 
 
 @dataclass
@@ -115,6 +133,25 @@ class WalkingStatus:
     swing: str | None = None
     adjusted_steps: int = 0
     command_clipped: bool = False
+
+
+def _ray_clamp(
+    origin: np.ndarray, direction: np.ndarray, poly: list[tuple[float, float]], fallback: tuple[float, float]
+) -> tuple[float, float]:
+    """The point ``origin + lam direction`` with the largest ``lam`` in ``[0, 1]`` inside the convex CCW
+    polygon; ``fallback`` when ``origin`` is outside it. Standing, a ZMP chosen so moves the DCM straight
+    back towards its reference instead of sideways along the polygon's edge (as the nearest point would)."""
+    lam = 1.0
+    ox, oy = float(origin[0]), float(origin[1])
+    dx, dy = float(direction[0]), float(direction[1])
+    for nx, ny, d in _edge_lines([list(v) for v in poly]):
+        slack = d - (nx * ox + ny * oy)
+        if slack < 0.0:
+            return fallback
+        rate = nx * dx + ny * dy
+        if rate > 1e-12:
+            lam = min(lam, slack / rate)
+    return ox + lam * dx, oy + lam * dy
 
 
 def _yaw_of(rotation: np.ndarray) -> float:
@@ -144,6 +181,9 @@ class WalkingController:
         self.config = config
         self.settings = s = settings or WalkingSettings()
         self.pmodel = pmodel or load_pinocchio_model(config)
+        wbc = wbc or WbcSettings()
+        if wbc.friction is None:
+            wbc = replace(wbc, friction=s.friction)
         self.qp = WholeBodyQP(config, self.pmodel, wbc, solver)
         self.commands = CommandGenerator(config, command)
         self.dt = self.commands.settings.dt
@@ -164,6 +204,25 @@ class WalkingController:
         self._step_index = -1  # index in the current plan of the last step that started its swing
         self._ground_z = 0.0
         self._stand_ref: np.ndarray | None = None  # (3,) CoM to stand over
+        rs = replace(
+            self.planner.spec,
+            step_forward=max(s.recovery_reach[0], self.planner.spec.step_forward),
+            step_backward=max(s.recovery_reach[1], self.planner.spec.step_backward),
+            step_width_max=max(s.recovery_reach[2], self.planner.spec.step_width_max),
+        )
+        self.recovery_planner = FootstepPlanner(rs, self.planner.soles)
+        self.adjuster = DcmStepAdjuster(
+            self.recovery_planner,
+            self.generator.lipm,
+            StepAdjustmentSettings(min_remaining=s.recovery_transfer + s.recovery_min_swing),
+        )
+        self.swing_adjuster = DcmStepAdjuster(
+            self.recovery_planner, self.generator.lipm, StepAdjustmentSettings(adapt_timing=False)
+        )
+        self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
+        self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
+        self.pattern_failures = 0  # ZMP preview solves that failed (the last good one kept)
+        self.last_pattern_failure = ""
         self.plans: list[tuple[float, FootstepPlan]] = []  # (start time, plan), for plots
         self.touchdowns: list[tuple[float, str, np.ndarray]] = []  # (t, side, measured sole [x, y, yaw])
 
@@ -181,6 +240,13 @@ class WalkingController:
         self._command_t = self.t
         self.status.command_clipped = clipped
         return clipped
+
+    def stand_now(self) -> None:
+        """Drop the walk at once (the driver reset or respawned the robot): stand on the feet as they are."""
+        self.mode = WalkMode.STAND
+        self._recovering = False
+        self._swing_offset[:] = 0.0
+        self.command = VelocityCommand()
 
     def active_command(self) -> VelocityCommand:
         """The command in force now: zero once it is older than ``stale_command_s``."""
@@ -213,26 +279,32 @@ class WalkingController:
     def _start_walking(self, feet: dict[str, Pose2D], first_side: str | None = None) -> None:
         cmd = self.active_command()
         plan = self.planner.plan_velocity(feet, cmd, self.settings.n_steps, first_side)
-        self._set_plan(plan, self.t)
-        self.mode = WalkMode.WALK
+        if self._set_plan(plan, self.t):
+            self.mode = WalkMode.WALK
 
-    def _set_plan(self, plan: FootstepPlan, t0: float, measured: bool = False) -> None:
+    def _set_plan(self, plan: FootstepPlan, t0: float, measured: bool = False) -> bool:
+        """Follow ``plan`` from ``t0`` (s): the ZMP preview re-solved on it from the measured CoM (starting,
+        ``measured``) or from the last plan's prediction. False when that solve failed (counted): the
+        caller keeps standing, or walks on the last good preview until the next re-solve."""
         gen = self.generator
         prev = gen.last
         predicted = None if prev is None else prev.com_state(self.t)
         gen.set_plan(plan, t0, self._ground_z)
         self.plans.append((t0, plan))
+        self._recovering = False
         self._step_index = -1
         dyn = self.qp.dyn
         if predicted is None or self.mode == WalkMode.STAND or measured:
             c, cd = dyn.com, dyn.com_velocity
             acc = (0.0, 0.0) if predicted is None or self.mode == WalkMode.STAND else predicted[:, 2]
             state = np.array([[c[0], cd[0], acc[0]], [c[1], cd[1], acc[1]]])
-            gen.replan(self.t, state)
+            out = gen.replan(self.t, state)
         else:
-            gen.replan(self.t)
-        if gen.last is None:
-            raise RuntimeError("the pattern generator found no plan")
+            out = gen.replan(self.t)
+        if not out.ok:
+            self.pattern_failures += 1
+            self.last_pattern_failure = out.status.value
+        return out.ok and gen.last is not None
 
     def _replan_steps(
         self, phase_end_feet: dict[str, Pose2D], next_side: str, t0: float, measured: bool = False
@@ -257,14 +329,17 @@ class WalkingController:
         qp.update_dynamics(q, v)
         dynamics_s = time.perf_counter() - t0
         dyn = qp.dyn
-        if self._stand_ref is None:
+        if self.mode == WalkMode.STAND:  # both feet down: the ground's height under them
             self._ground_z = float(np.mean([dyn.frames[side].position[2] for side in SIDES]))
-        if self.mode == WalkMode.STAND and not self.active_command().is_zero():
-            self._start_walking(self._measured_feet())
         c, cd = dyn.com, dyn.com_velocity
         height = max(float(c[2]) - self._ground_z, 0.05)
         omega = math.sqrt(dyn.gravity / height)
         xi = c[:2] + cd[:2] / omega
+        if self.mode == WalkMode.STAND:
+            if not self.active_command().is_zero():
+                self._start_walking(self._measured_feet())
+            elif s.recovery_steps:
+                self._maybe_recovery_step(xi)
         ref: WalkingReference | None = None
         if self.mode == WalkMode.WALK:
             ref = self._walk_tick(xi, omega)
@@ -295,6 +370,8 @@ class WalkingController:
         if len(pts) >= 3:
             inner = _offset(pts, _edge_lines(pts), -s.cop_margin)
             px, py = _clamp(float(p[0]), float(p[1]), inner)
+            if ref is None:  # standing: keep the ZMP on the ray from the DCM away from its reference
+                px, py = _ray_clamp(xi, p - xi, inner, (px, py))
         else:
             px, py = float(p[0]), float(p[1])
         w2 = omega * omega
@@ -339,6 +416,53 @@ class WalkingController:
         tau = out.tau[qp.v_idx]
         return self.commands.update(out.ok, joints_q, joints_v, qdd, tau)
 
+    def _maybe_recovery_step(self, xi: np.ndarray) -> None:
+        """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step
+        with the foot on its side, placed by the DCM step adjuster (module docstring)."""
+        pts = self._support({side: True for side in SIDES})
+        poly = np.array(pts)
+        outside = distance_outside(xi, poly)
+        if outside < self.settings.recovery_threshold:
+            return
+        feet = self._measured_feet()
+        sp = self.planner.spec
+        transfer = self.settings.recovery_transfer
+        # either foot may step: the capture step that keeps the DCM best (captured, off the limits, nearest
+        # the offset asked for) wins
+        best: tuple[tuple[bool, bool, float], str, StepAdjustment] | None = None
+        for side in SIDES:
+            stance = Footstep(other_side(side), feet[other_side(side)])
+            cand = self.adjuster.adjust(
+                stance,
+                Footstep(side, feet[side]),
+                xi,
+                transfer + sp.single_support,
+                stance_zmp=self._zmp_toward(stance, xi),
+                offset=self.settings.recovery_offset * (stance.pose.position - feet[side].position),
+            )
+            if not cand.status.ok:
+                continue
+            want = 0.5 * (stance.pose.position - cand.step.pose.position)
+            score = (not cand.captured, cand.limited, float(np.hypot(*(cand.dcm_offset - want))))
+            if best is None or score < best[0]:
+                best = (score, side, cand)
+        if best is None:
+            return
+        _, side, adj = best
+        swing = min(max(adj.touchdown_in - transfer, self.settings.recovery_min_swing), sp.single_support)
+        plan = FootstepPlan(feet, [adj.step], swing, sp.double_support, transfer, projected=[adj.limited])
+        if self._set_plan(plan, self.t):
+            self.recoveries.append((self.t, side, adj))
+            self._recovering = True
+            self.mode = WalkMode.WALK
+
+    def _zmp_toward(self, stance: Footstep, xi: np.ndarray) -> np.ndarray:
+        """Where the DCM law puts the ZMP in single support on ``stance``: the point of its sole polygon
+        (shrunk by ``cop_margin``) nearest the DCM ``xi`` (odom frame, m)."""
+        poly = stance.pose.apply(self.planner.soles[stance.side]).tolist()
+        inner = _offset(poly, _edge_lines(poly), -self.settings.cop_margin)
+        return np.array(_clamp(float(xi[0]), float(xi[1]), inner))
+
     def _stand_reference(self) -> np.ndarray:
         """CoM to stand over: the middle of the feet's sole centroids at the LIPM height."""
         feet = self._measured_feet()
@@ -378,8 +502,8 @@ class WalkingController:
                 sched = gen.schedule
                 assert sched is not None
                 phase = sched.phases[sched.phase_index(t)]
-        elif self._tick % self._replan_every == 0:
-            gen.replan(t)
+        elif self._tick % self._replan_every == 0 and not gen.replan(t).ok:
+            self.pattern_failures += 1
         ref = gen.reference(t)
         if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
             ref = self._adjust_swing(ref, phase, xi, omega)
@@ -390,8 +514,23 @@ class WalkingController:
         traj = phase.swing_trajectory
         side = phase.swing
         s_now = traj.phase(self.t)
-        if s_now < self.settings.adjust_window[1]:
+        if self._recovering and s_now < self.settings.adjust_window[1]:
+            stance = other_side(side)
+            remaining = max(traj.t0 + traj.duration - self.t, 0.0)
+            stance_foot = Footstep(stance, phase.feet[stance])
+            adj = self.swing_adjuster.adjust(
+                stance_foot,
+                Footstep(side, traj.end),
+                xi,
+                remaining,
+                stance_zmp=self._zmp_toward(stance_foot, xi),
+                offset=self.settings.recovery_offset * (stance_foot.pose.position - traj.end.position),
+            )
+            if adj.status.ok:
+                self._swing_offset[:] = (adj.step.pose.x - traj.end.x, adj.step.pose.y - traj.end.y)
+        elif s_now < self.settings.adjust_window[1]:
             err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
+            err = err * np.array(self.settings.adjust_gain)
             size = float(np.hypot(*err))
             tol = self.settings.capture_tolerance
             # dead band: errors the ankle strategy absorbs at the next stance do not move the foot
