@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup demo test test-fast bench lint tsid clean
+.PHONY: setup demo test test-fast bench lint tsid placo clean
 
 setup: $(STAMP)
 
@@ -42,8 +42,12 @@ bench: setup
 tsid: setup
 	scripts/install_tsid.sh $(VENV)
 
+# opt-in peer for humanoid-bench mpc (not part of setup): PlaCo 0.10.2 in its own venv (it pins pin 3.8.0)
+placo: setup
+	scripts/install_placo.sh .venv-placo
+
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) results build install log .pytest_cache
+	rm -rf $(VENV) .venv-placo results build install log .pytest_cache

@@ -288,11 +288,12 @@ def test_limit_screening_gives_the_full_problems_answer(scale: float) -> None:
 
 
 def test_bench_wbc_prints_the_issue_keys() -> None:
-    # humanoid-bench wbc: the QP tick on perturbed states and on a recorded closed-loop trajectory; TSID's
+    # humanoid-bench wbc: the QP tick on perturbed states, on a recorded closed-loop standing trajectory and
+    # on a recorded walk (replayed through the walking controller: it must stay on the recorded walk); TSID's
     # keys are numbers where the optional tsid package is installed, else null with the reason
     from humanoid_bringup.evaluation.bench import bench_wbc
 
-    out = bench_wbc(60, 0)
+    out = bench_wbc(60, 0, walking_seconds=1.5)
     for key in (
         "wbc_tick_us_median",
         "wbc_tick_us_p99",
@@ -302,6 +303,14 @@ def test_bench_wbc_prints_the_issue_keys() -> None:
         assert isinstance(out[key], float) and out[key] > 0.0
     assert out["solved_fraction"] == 1.0 and out["trajectory_states"] == 1500
     assert out["wbc_tick_us_p99"] >= out["wbc_tick_us_median"]
+    # 1.5 s of walking: the first transfer (0.4 s), then single supports of 0.4 s between transfers of 0.1 s
+    assert out["walking_states"] == 750 and out["walking_solved_fraction"] == 1.0
+    assert 300 <= out["walking_single_support_states"] <= 450
+    tick = out["walking_single_support_wbc_tick_us_median"]
+    assert 0.0 < tick <= out["walking_single_support_wbc_tick_us_p99"]
+    assert out["walking_single_support_wbc_tick_cpu_us_median"] > 0.0
+    assert out["walking_single_support_vs_standing_tick"] > 0.0
+    assert out["walking_controller_step_us_median"] > 0.0
     for key in ("tsid_tick_us_median", "ratio_vs_tsid", "trajectory_ratio_vs_tsid"):
         assert key in out
         if out["tsid"] == "not installed" or out["tsid"].startswith("failed"):

@@ -471,9 +471,131 @@ def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[
     return result
 
 
-def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
-    """WBC tick time over ``n_states`` perturbed standing states and over a recorded closed-loop trajectory
-    (see module docstring); TSID side by side if installed."""
+WALK_SPEED = 0.3  # m/s, forward: the walking trajectory of humanoid-bench wbc
+
+
+def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]]]:
+    """The states the walking controller meets: ``seconds`` of closed-loop walking forward at
+    :data:`WALK_SPEED` in MuJoCo (in process, ground-truth state, 500 Hz; ``run_walking``), recorded tick by
+    tick with the planned contacts of each tick. Raises if the walk fell."""
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_control.walking.controller import WalkingController
+    from humanoid_control.walking.sim_loop import run_walking
+
+    class Recorder(WalkingController):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.states: list[tuple[Any, Any, tuple[bool, ...]]] = []
+
+        def step(self, q: Any, v: Any) -> Any:
+            q, v = q.copy(), v.copy()
+            out = super().step(q, v)
+            self.states.append((q, v, tuple(self.contacts.values())))
+            return out
+
+    config = load_robot_config("g1")
+    recorder = Recorder(config)
+    log = run_walking(config, seconds, lambda t: (WALK_SPEED, 0.0, 0.0), controller=recorder)
+    if log.fell:
+        raise RuntimeError("the recorded walking trajectory fell")
+    return recorder.states
+
+
+def _time_walking(
+    states: list[tuple[Any, Any, tuple[bool, ...]]], standing: list[tuple[Any, Any]] | None = None
+) -> dict[str, Any]:
+    """The walking controller replayed on the recorded states, in order, with the command of the recording:
+    it makes the same decisions tick by tick (plans, contact switches, swing references), so each tick's
+    whole-body QP is the one the running controller solved. Timed per tick: the QP tick (``qp_tick_s``:
+    rigid-body terms, assembly, solve, torques) and the whole controller step (with the ZMP preview
+    re-solves every 20 ms and the footstep re-plans), split by single and double support. The QP tick's calls
+    are also timed in this thread's CPU time (``..._cpu_us_median``: without the waits for a core of a
+    machine shared with other work). With ``standing`` (the recorded standing trajectory) a standing
+    controller replays it tick for tick in turn with the walk, so both see the same load: their ratio
+    (``walking_single_support_vs_standing_tick``) moves less with the load than the absolute figures.
+    Raises if the replay's contacts differ from the recording's (it would not be the recorded walk)."""
+    import numpy as np
+
+    from humanoid_control.model.robot_config import load_robot_config
+    from humanoid_control.walking.controller import WalkingController
+    from humanoid_control.wbc.controller import StandingController
+
+    ctl = WalkingController(load_robot_config("g1"))
+    # the CPU time (this thread's) of the same calls as the QP tick: rigid-body terms and solve
+    cpu_s = [0.0]
+
+    def cpu_timed(call: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.thread_time()
+            out = call(*args, **kwargs)
+            cpu_s[0] += time.thread_time() - c0
+            return out
+
+        return timed
+
+    for name in ("update_dynamics", "solve"):
+        setattr(ctl.qp, name, cpu_timed(getattr(ctl.qp, name)))
+    stand = StandingController(load_robot_config("g1")) if standing else None
+    stand_ticks: list[float] = []
+    ticks, cpu, steps, single, solves, iters, ok, full = [], [], [], [], [], [], 0, 0
+    for k, (q, v, contacts) in enumerate(states):
+        ctl.set_command(WALK_SPEED, 0.0, 0.0)
+        cpu_s[0] = 0.0
+        t0 = time.perf_counter()
+        ctl.step(q, v)
+        steps.append(time.perf_counter() - t0)
+        ticks.append(ctl.qp_tick_s)
+        cpu.append(cpu_s[0])
+        if stand is not None and standing:
+            stand.step(*standing[k % len(standing)])
+            stand_ticks.append(stand.qp_tick_s)
+        if tuple(ctl.contacts.values()) != contacts:
+            raise RuntimeError(f"the replay left the recorded walk at tick {k}")
+        single.append(sum(contacts) == 1)
+        out = ctl.last_output
+        assert out is not None
+        ok += int(out.ok)
+        full += int(out.full_problem)
+        solves.append(out.solve_time_s)
+        iters.append(out.iterations)
+    us, step_us, ss = np.array(ticks) * 1e6, np.array(steps) * 1e6, np.array(single)
+    cpu_us = np.array(cpu) * 1e6
+    solve_us, iters_arr = np.array(solves) * 1e6, np.array(iters)
+    if not ss.any():
+        raise RuntimeError("the walking trajectory has no single support")
+    result: dict[str, Any] = {
+        "walking_speed_mps": WALK_SPEED,
+        "walking_states": len(states),
+        "walking_single_support_states": int(ss.sum()),
+        "walking_solved_fraction": ok / len(states),
+        "walking_single_support_wbc_tick_us_median": float(np.median(us[ss])),
+        "walking_single_support_wbc_tick_us_p99": float(np.percentile(us[ss], 99)),
+        "walking_single_support_wbc_tick_cpu_us_median": float(np.median(cpu_us[ss])),
+        "walking_single_support_solve_us_median": float(np.median(solve_us[ss])),
+        "walking_single_support_iterations_median": float(np.median(iters_arr[ss])),
+        "walking_full_problem_fraction": full / len(states),
+        "walking_double_support_wbc_tick_us_median": float(np.median(us[~ss])) if (~ss).any() else None,
+        "walking_wbc_tick_us_median": float(np.median(us)),
+        "walking_wbc_tick_us_p99": float(np.percentile(us, 99)),
+        "walking_controller_step_us_median": float(np.median(step_us)),
+        "walking_controller_step_us_p99": float(np.percentile(step_us, 99)),
+        "goal_walking_single_support_wbc_tick_us_median": 400.0,
+        "walking_interleaved_standing_tick_us_median": None,
+        "walking_single_support_vs_standing_tick": None,
+    }
+    if stand_ticks:
+        st_us = float(np.median(stand_ticks) * 1e6)
+        result["walking_interleaved_standing_tick_us_median"] = st_us
+        result["walking_single_support_vs_standing_tick"] = (
+            result["walking_single_support_wbc_tick_us_median"] / st_us
+        )
+    return result
+
+
+def bench_wbc(n_states: int, seed: int, walking_seconds: float = 4.0) -> dict[str, Any]:
+    """WBC tick time over ``n_states`` perturbed standing states, over a recorded closed-loop standing
+    trajectory and over ``walking_seconds`` of recorded walking (see module docstring); TSID side by side
+    (standing) if installed."""
     result: dict[str, Any] = {"states": n_states, **_time_side_by_side(_wbc_states(n_states, seed))}
     trajectory = _wbc_trajectory()
     traj = _time_side_by_side(trajectory)
@@ -488,6 +610,7 @@ def bench_wbc(n_states: int, seed: int) -> dict[str, Any]:
         "ratio_vs_tsid",
     ):
         result[f"trajectory_{key}"] = traj[key]
+    result.update(_time_walking(_walking_trajectory(walking_seconds), trajectory))
     return result
 
 
@@ -641,6 +764,14 @@ def main(argv: list[str] | None = None) -> int:
     wbc = sub.add_parser("wbc", help="whole-body controller QP tick time (and TSID's, if installed)")
     wbc.add_argument("--states", type=int, default=1000, help="perturbed standing states timed")
     wbc.add_argument("--seed", type=int, default=0, help="random seed of the perturbations")
+    wbc.add_argument("--walking-seconds", type=float, default=4.0, help="recorded walking at 0.3 m/s (s)")
+    mpc = sub.add_parser("mpc", help="walking pattern generator re-solve time (and PlaCo's, if installed)")
+    mpc.add_argument("--plan", default=None, help="footstep plan (JSON; default: the recorded one)")
+    mpc.add_argument("--rate", type=float, default=50.0, help="re-solve rate along the plan (Hz, default 50)")
+    mpc.add_argument("--repeats", type=int, default=3, help="passes over the plan (default 3)")
+    mpc.add_argument("--block", type=int, default=25, help="re-solves per turn of ours and PlaCo's")
+    mpc.add_argument("--placo-python", default=None, help="PlaCo's python (default .venv-placo/bin/python)")
+    mpc.add_argument("--cpu", type=int, default=None, help="core to pin both to (default: none)")
     est = sub.add_parser("estimator", help="state estimator update time per tick (median, p99)")
     est.add_argument("--seconds", type=float, default=20.0, help="simulated seconds of recorded walking")
     est.add_argument("--seed", type=int, default=1, help="IMU noise seed")
@@ -670,8 +801,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.benchmark == "estimator":
         result = bench_estimator(args.seconds, args.seed)
+    elif args.benchmark == "mpc":
+        from humanoid_bringup.evaluation.mpc_bench import bench_mpc
+
+        result = bench_mpc(args.plan, args.rate, args.repeats, args.block, args.placo_python, args.cpu)
     elif args.benchmark == "wbc":
-        result = bench_wbc(args.states, args.seed)
+        result = bench_wbc(args.states, args.seed, args.walking_seconds)
     elif args.benchmark == "driver":
         result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)
     else:

@@ -27,8 +27,13 @@ pattern never changes). Between samples the ZMP is a cubic in time, close to the
 millimetre beyond it in the tests), which ``zmp_margin`` absorbs.
 
 Per solve: the polygon normals (matrix values), their offsets and the initial state (bounds) and the ZMP
-references (linear cost) change; ``P`` is constant. The horizon's samples, the contact schedule and the
-references are looked up in Python (about ``N`` phase look-ups); OSQP re-factors the KKT matrix once.
+references (linear cost) change; ``P`` is constant; OSQP re-factors the KKT matrix once. The assembly is
+vectorized over the horizon (:meth:`ZmpPreviewQP.assemble`): per contact schedule the phases' times, ZMP
+references and swing flags are gathered into arrays once (:class:`_ScheduleTables`), and each phase's polygon
+rows are computed the first time a sample needs them; per solve the samples' phases are found with one
+``searchsorted`` and the rows gathered by index. It gives the same numbers as looking each sample up in the
+schedule (:meth:`ContactSchedule.zmp_reference`, :meth:`ContactSchedule.phase_polygon`, the rule of
+:meth:`ZmpPreviewQP._constraining_phase`): the test keeps that per-sample assembly as its reference.
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ class PreviewSettings:
         w_dcm: weight of the terminal DCM error (1/m^2).
         max_edges: support polygon edges per sample (the hull of two quadrilateral soles has at most 8).
         constrain_zmp: keep the ZMP in the support polygon as a constraint (else tracking cost only).
+        shift_warm_start: when a solve comes a whole number of samples after the last one, start OSQP from the
+            last solution moved by as many samples (its tail repeated), not from the last solution as it is.
     """
 
     dt: float = 0.02
@@ -67,6 +74,7 @@ class PreviewSettings:
     w_dcm: float = 10.0
     max_edges: int = 8
     constrain_zmp: bool = True
+    shift_warm_start: bool = True
 
 
 @dataclass
@@ -130,7 +138,9 @@ class ZmpPreviewQP:
         self.settings = s = settings or PreviewSettings()
         if s.horizon < 2 or not s.dt > 0.0:
             raise ValueError("horizon must be >= 2 samples and dt > 0")
-        self.solver = solver or OsqpSolver(OsqpSettings(eps_abs=1e-5, eps_rel=1e-5, max_iter=4000))
+        self.solver = solver or OsqpSolver(
+            OsqpSettings(eps_abs=1e-5, eps_rel=1e-5, max_iter=4000, check_termination=10)
+        )
         N, E = s.horizon, s.max_edges
         self.n = 8 * N
         A, B = lipm.transition(s.dt)
@@ -210,6 +220,15 @@ class ZmpPreviewQP:
         self._u_cols = np.array([[u_col(k, a) for a in range(2)] for k in range(N)])
         self._lower = np.zeros(self.m)
         self._upper = np.zeros(self.m)
+        self._steps = np.arange(N + 1)  # sample k at t + k dt
+        # the matrix values in CSC order: the dynamics' fixed, the polygon rows' (entries n_dyn..) written at
+        # their CSC positions per solve
+        self._Ax = self._A_vals[self._A_perm]
+        inverse = np.empty_like(self._A_perm)
+        inverse[self._A_perm] = np.arange(self._A_perm.size)
+        self._poly_pos = inverse[n_dyn:]
+        self._schedule_tables: _ScheduleTables | None = None
+        self._last: tuple[float, np.ndarray, np.ndarray | None] | None = None  # t, x, y of the last solve
         self._setup_done = False
 
     @staticmethod
@@ -225,48 +244,64 @@ class ZmpPreviewQP:
             raise AssertionError("duplicate entries in the QP pattern")
         return m, m.data.astype(np.int64) - 1
 
+    def _tables(self, schedule: ContactSchedule) -> _ScheduleTables:
+        """The per-schedule tables of ``schedule`` (built on its first solve, kept while it is the plan)."""
+        tables = self._schedule_tables
+        if tables is None or tables.schedule is not schedule:
+            s = self.settings
+            tables = _ScheduleTables(schedule, s.max_edges, self._C_pos, self._C_acc)
+            self._schedule_tables = tables
+        return tables
+
+    def assemble(
+        self, t: float, state: np.ndarray, schedule: ContactSchedule
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The QP data of a solve at ``t`` (s) from ``state`` ``(2, 3)`` along ``schedule``: the linear cost
+        ``g`` (n,), the constraint matrix values ``Ax`` in the CSC order of the pattern, the bounds ``lower``
+        and ``upper`` (m,) and the ZMP references ``(N + 1, 2)`` at ``t + k dt``, ``k = 0..N`` (m, odom).
+
+        The arrays are buffers of this QP, overwritten by the next call: copy them to keep them."""
+        s = self.settings
+        dt = s.dt
+        tables = self._tables(schedule)
+        times = t + dt * self._steps  # k = 0..N
+        refs = tables.zmp_reference(times)
+        # ---- bounds: the dynamics (the first rows carry A s_0), polygon rows
+        lower, upper = self._lower, self._upper
+        first = (self._A @ state.T).T  # (2, 3)
+        lower[: self._m_dyn] = 0.0
+        lower[0:6] = first.ravel()
+        upper[: self._m_dyn] = lower[: self._m_dyn]
+        lower[self._m_dyn :] = -np.inf
+        Ax = self._Ax
+        if s.constrain_zmp:
+            phases = tables.constraining_phases(times[1:], dt)
+            values, offsets = tables.polygon_rows(phases)
+            Ax[self._poly_pos] = values.ravel()
+            upper[self._m_dyn :] = offsets.ravel()
+        else:
+            Ax[self._poly_pos] = 0.0
+            upper[self._m_dyn :] = np.inf
+        # ---- linear cost
+        g = self._g
+        g[:] = 0.0
+        cols = self._s_cols  # (N, 2, 3)
+        g[cols] = refs[1:, :, None] * self._zmp_grad[None, None, :]
+        g[cols[-1]] += refs[-1][:, None] * self._dcm_grad[None, :]
+        return g, Ax, lower, upper, refs
+
     def solve(self, t: float, state: np.ndarray, schedule: ContactSchedule) -> PatternOutput:
         """Plan from the CoM state ``state`` ``(2, 3)`` (per axis ``[c, cdot, cddot]``, odom frame) at ``t``
         (s) along the contact schedule. Non-finite input is refused (status ``non_finite_input``)."""
         t_start = time.perf_counter()
         s = self.settings
-        N, E, dt = s.horizon, s.max_edges, s.dt
+        N, dt = s.horizon, s.dt
         state = np.asarray(state, dtype=float).reshape(2, 3)
         if not (math.isfinite(t) and np.isfinite(state).all()):
             return self._failed(QpStatus.NON_FINITE, t, t_start)
-        times = t + dt * np.arange(1, N + 1)
-        refs = np.array([schedule.zmp_reference(tk) for tk in times])
-        # ---- bounds: the dynamics (the first rows carry A s_0), polygon rows
-        lower, upper = self._lower, self._upper
-        lower[: self._m_dyn] = 0.0
-        first = (self._A @ state.T).T  # (2, 3)
-        lower[0:6] = first.ravel()
-        upper[: self._m_dyn] = lower[: self._m_dyn]
-        poly_vals = self._A_vals[self._n_dyn_vals :].reshape(N, E, 2, 2)
-        poly_vals[:] = 0.0
-        lower[self._m_dyn :] = -np.inf
-        upper[self._m_dyn :] = np.inf
-        if s.constrain_zmp:
-            cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-            for k, tk in enumerate(times):
-                i = self._constraining_phase(schedule, float(tk), dt)
-                if i not in cache:
-                    cache[i] = halfspaces(schedule.phase_polygon(i))
-                normals, offsets = cache[i]
-                ne = min(len(offsets), E)
-                # columns per row: x position, x acceleration, y position, y acceleration
-                poly_vals[k, :ne, :, 0] = normals[:ne] * self._C_pos
-                poly_vals[k, :ne, :, 1] = normals[:ne] * self._C_acc
-                upper[self._m_dyn + E * k : self._m_dyn + E * k + ne] = offsets[:ne]
-        # ---- linear cost
-        g = self._g
-        g[:] = 0.0
-        cols = self._s_cols  # (N, 2, 3)
-        g[cols] = refs[:, :, None] * self._zmp_grad[None, None, :]
-        g[cols[-1]] += refs[-1][:, None] * self._dcm_grad[None, :]
-        if not (np.isfinite(refs).all() and np.isfinite(self._A_vals).all()):
+        g, Ax, lower, upper, refs = self.assemble(t, state, schedule)
+        if not (np.isfinite(refs).all() and np.isfinite(Ax).all()):
             return self._failed(QpStatus.NON_FINITE, t, t_start)
-        Ax = self._A_vals[self._A_perm]
         if not self._setup_done:
             A = self._A_csc.copy()
             A.data[:] = Ax
@@ -274,17 +309,21 @@ class ZmpPreviewQP:
             self._setup_done = True
         else:
             self.solver.update(self._Px, g, Ax, lower, upper)
+            if s.shift_warm_start:
+                self._shift_warm_start(t)
         result = self.solver.solve()
         if not result.status.ok:
             self._setup_done = False  # start the next solve from a fresh solver
+            self._last = None
             return self._failed(result.status, t, t_start, result.iterations, result.solve_time_s)
         x = result.x
+        self._last = (t, x.copy(), None if result.y is None else result.y.copy())
         states = np.empty((N + 1, 2, 3))
         states[0] = state
-        states[1:] = x[cols]
+        states[1:] = x[self._s_cols]
         jerk = x[self._u_cols] / dt
         zmp = self.lipm.zmp(states)
-        zmp_ref = np.vstack([schedule.zmp_reference(t), refs])
+        zmp_ref = refs.copy()
         return PatternOutput(
             result.status,
             t,
@@ -297,6 +336,23 @@ class ZmpPreviewQP:
             result.solve_time_s,
             time.perf_counter() - t_start,
         )
+
+    def _shift_warm_start(self, t: float) -> None:
+        """Warm-start from the last solution moved by the whole number ``j`` of samples since it
+        (``PreviewSettings.shift_warm_start``): sample ``k`` of the last plan is sample ``k - j`` now; the
+        last ``j`` samples repeat its last one. Dual values move with their rows (dynamics, polygon)."""
+        if self._last is None or self._last[2] is None:
+            return
+        t_last, x, y = self._last
+        s = self.settings
+        N, E, dt = s.horizon, s.max_edges, s.dt
+        j = round((t - t_last) / dt)
+        if not (1 <= j < N and abs(t - t_last - j * dt) < 1e-9):
+            return
+        xs = np.concatenate([x[8 * j :], np.tile(x[-8:], j)])
+        dyn, poly = y[: self._m_dyn], y[self._m_dyn :]
+        ys = np.concatenate([dyn[6 * j :], np.tile(dyn[-6:], j), poly[E * j :], np.tile(poly[-E:], j)])
+        self.solver.warm_start(xs, ys)
 
     @staticmethod
     def _constraining_phase(schedule: ContactSchedule, tk: float, dt: float) -> int:
@@ -330,3 +386,97 @@ class ZmpPreviewQP:
             solve_time,
             time.perf_counter() - t_start,
         )
+
+
+class _ScheduleTables:
+    """A :class:`ContactSchedule` as arrays, for the vectorized assembly of :class:`ZmpPreviewQP`.
+
+    Phases ``0..P-1`` are the schedule's; index ``P`` is standing after the plan (the final feet). The
+    look-ups give the same numbers as the schedule's own per-time methods (same floating-point operations).
+
+    Attributes:
+        schedule: the schedule these tables describe.
+        t_start, t_end: (P,) phase times (s). zmp_from, zmp_to: (P, 2) ZMP reference at them (m, odom).
+        swing_before: (P + 1,) number of single-support phases before each index.
+        next_swing: (P + 1,) the first single-support phase at or after each index (P: none).
+        values: (P + 1, E, 2, 2) polygon row values per phase: per edge and axis the coefficients of the CoM
+            position and acceleration (``n_a C_pos``, ``n_a C_acc``), zero in the padding rows.
+        offsets: (P + 1, E) the rows' upper bounds (m), ``+inf`` in the padding rows.
+        ready: (P + 1,) whether a phase's rows are computed (on first use).
+    """
+
+    def __init__(self, schedule: ContactSchedule, max_edges: int, c_pos: float, c_acc: float) -> None:
+        self.schedule = schedule
+        phases = schedule.phases
+        P = len(phases)
+        self.n_phases = P
+        self.t_end_plan = schedule.t_end
+        self.t_start = np.array([p.t_start for p in phases], dtype=float)
+        self.t_end = np.array([p.t_end for p in phases], dtype=float)
+        self.zmp_from = np.array([p.zmp_from for p in phases], dtype=float).reshape(P, 2)
+        self.zmp_to = np.array([p.zmp_to for p in phases], dtype=float).reshape(P, 2)
+        self.final_zmp = schedule.zmp_reference(math.inf)
+        swing = np.array([p.swing is not None for p in phases] + [False])
+        self.swing_before = np.concatenate([[0], np.cumsum(swing[:P])])
+        nxt = np.full(P + 1, P)
+        for i in range(P - 1, -1, -1):
+            nxt[i] = i if swing[i] else nxt[i + 1]
+        self.next_swing = nxt
+        self.max_edges = max_edges
+        self._c = (c_pos, c_acc)
+        self.values = np.zeros((P + 1, max_edges, 2, 2))
+        self.offsets = np.full((P + 1, max_edges), np.inf)
+        self.ready = np.zeros(P + 1, dtype=bool)
+
+    def phase_index(self, times: np.ndarray) -> np.ndarray:
+        """:meth:`ContactSchedule.phase_index` of each time: the last phase with ``t_start <= t`` (the first
+        before the plan), ``P`` from the plan's end on."""
+        P = self.n_phases
+        if P == 0:
+            return np.zeros(times.shape, dtype=np.int64)
+        idx = np.searchsorted(self.t_start, times, side="right") - 1
+        np.maximum(idx, 0, out=idx)
+        idx[times >= self.t_end_plan] = P
+        return idx
+
+    def zmp_reference(self, times: np.ndarray) -> np.ndarray:
+        """:meth:`ContactSchedule.zmp_reference` at each time: ``(len(times), 2)`` (m, odom)."""
+        P = self.n_phases
+        out = np.empty((times.size, 2))
+        out[:] = self.final_zmp
+        if P == 0:
+            return out
+        idx = self.phase_index(times)
+        inside = idx < P
+        i = idx[inside]
+        t0 = self.t_start[i]
+        a = np.clip((times[inside] - t0) / (self.t_end[i] - t0), 0.0, 1.0)[:, None]
+        out[inside] = (1.0 - a) * self.zmp_from[i] + a * self.zmp_to[i]
+        return out
+
+    def constraining_phases(self, times: np.ndarray, dt: float) -> np.ndarray:
+        """Per sample time, the phase whose polygon constrains it: the rule of
+        :meth:`ZmpPreviewQP._constraining_phase` (the single support within ``dt`` of the sample when there is
+        exactly one, else the phase at the sample)."""
+        here = self.phase_index(times)
+        lo = self.phase_index(times - dt + 1e-9)
+        hi = self.phase_index(times + dt - 1e-9)
+        P = self.n_phases
+        count = self.swing_before[np.minimum(hi, P - 1) + 1] - self.swing_before[lo] if P else 0 * here
+        return np.where(count == 1, self.next_swing[lo], here)
+
+    def polygon_rows(self, phases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The polygon row values ``(len(phases), E, 2, 2)`` and upper bounds ``(len(phases), E)`` of the
+        given phases (computed on first use)."""
+        if not self.ready[phases].all():
+            c_pos, c_acc = self._c
+            E = self.max_edges
+            for i in np.unique(phases[~self.ready[phases]]):
+                normals, offsets = halfspaces(self.schedule.phase_polygon(int(i)))
+                ne = min(len(offsets), E)
+                # columns per row: x position, x acceleration, y position, y acceleration
+                self.values[i, :ne, :, 0] = normals[:ne] * c_pos
+                self.values[i, :ne, :, 1] = normals[:ne] * c_acc
+                self.offsets[i, :ne] = offsets[:ne]
+                self.ready[i] = True
+        return self.values[phases], self.offsets[phases]

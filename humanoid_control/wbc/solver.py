@@ -48,12 +48,14 @@ class QpResult:
         x: primal solution (n,), a view owned by the solver: copy it to keep it past the next solve.
         iterations: solver iterations.
         solve_time_s: wall time of the solve call alone (s).
+        y: dual solution (m,) where the solver gives it (a view, as ``x``), else None.
     """
 
     status: QpStatus
     x: np.ndarray
     iterations: int
     solve_time_s: float
+    y: np.ndarray | None = None
 
 
 class QpSolver(abc.ABC):
@@ -75,6 +77,11 @@ class QpSolver(abc.ABC):
     @abc.abstractmethod
     def solve(self) -> QpResult:
         """Solve, warm-started from the previous solution."""
+
+    def warm_start(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Start the next solve from the primal ``x`` (n,) and dual ``y`` (m,) instead of the previous
+        solution (call after :meth:`update`). Returns False where the solver cannot (the default)."""
+        return False
 
     def spawn(self) -> QpSolver | None:
         """A new, not yet set-up solver with the same settings (for a second problem), or None if this solver
@@ -192,7 +199,12 @@ class OsqpSolver(QpSolver):
                 self._slow_solves += 1
                 fast = self._slow_solves % s.fast_retry == 0
                 self._set_check(s.fast_check_termination if fast else s.check_termination)
-        return QpResult(status, self._solver.solution.x, iterations, dt)
+        return QpResult(status, self._solver.solution.x, iterations, dt, self._solver.solution.y)
+
+    def warm_start(self, x: np.ndarray, y: np.ndarray) -> bool:
+        assert self._solver is not None, "setup() first"
+        self._solver.warm_start(x, y)
+        return True
 
     def _set_check(self, interval: int) -> None:
         """Change OSQP's convergence-check interval (between solves; the factorization is kept)."""
