@@ -52,6 +52,7 @@ setup(
             "state_estimator = humanoid_control.estimation.state_estimator_node:main",
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
             "mode_manager = humanoid_control.modes.mode_manager_node:main",
+            "g1_emulator = humanoid_control.hardware.g1_emulator:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launcher.cli:main",
             "humanoid-bench = humanoid_bringup.evaluation.bench:main",

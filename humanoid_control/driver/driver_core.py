@@ -240,6 +240,9 @@ class DriverCore:
         self._blend_ticks = 0
         self._blend_k = 0
         self._open_switch: SwitchRecord | None = None
+        #: set by the node from the backend (e.g. motors that do not follow): while set, commands in ``hold``
+        #: are refused with this reason (no controller takes the robot)
+        self.activation_block: str = ""
 
     # ----------------------------------------------------------------- inputs
     def set_command_profile(self, name: str) -> None:
@@ -264,6 +267,9 @@ class DriverCore:
         """
         if self.mode in (DriverMode.RAMP, DriverMode.DAMPING):
             self.counters.commands_ignored += 1
+            return False
+        if self.mode == DriverMode.HOLD and self.activation_block:
+            self.refuse(f"not going active: {self.activation_block}")
             return False
         if self.mode == DriverMode.HOLD and self.settings.activation_ticks > 1:
             if self.tick != self._streak_tick:  # count ticks; a gap of more than 5 ticks restarts the count
