@@ -34,8 +34,8 @@ Beside LowState, each tick's simulation truth goes out on ``emu/ground_truth`` (
 emulator-only topic that lets the driver publish ``/sim/ground_truth`` for evaluations.
 
 Run it as its own process: ``g1_emulator`` (a ROS 2 node: parameters, ``~/pause_lowstate`` and
-``~/sport_mode`` services (std_srvs/SetBool), ``~/remote`` (sensor_msgs/Joy in -> ``wireless_remote``), ``~/status``
-(std_msgs/String, JSON counters)); ``humanoid-launch launch/sim.launch.yaml hardware:=unitree_g1
+``~/sport_mode`` services (std_srvs/SetBool), ``~/remote`` (sensor_msgs/Joy in -> ``wireless_remote``),
+``~/status`` (std_msgs/String, JSON counters)); ``humanoid-launch launch/sim.launch.yaml hardware:=unitree_g1
 emulator:=true`` starts it.
 """
 

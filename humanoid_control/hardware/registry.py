@@ -20,11 +20,21 @@ def _unitree_g1(**kwargs: Any) -> RobotBackend:
     return UnitreeG1Backend(**kwargs)
 
 
+def _can_mit(**kwargs: Any) -> RobotBackend:
+    from humanoid_control.hardware.can_mit_backend import CanMitBackend
+
+    return CanMitBackend(**kwargs)
+
+
 #: hardware name -> factory(config=RobotConfig, **options)
-BACKENDS: dict[str, Callable[..., RobotBackend]] = {"mujoco": _mujoco, "unitree_g1": _unitree_g1}
+BACKENDS: dict[str, Callable[..., RobotBackend]] = {
+    "mujoco": _mujoco,
+    "unitree_g1": _unitree_g1,
+    "can_mit": _can_mit,
+}
 #: backends that talk to hardware (or its emulator): the driver passes them the hardware options
 #: (network_interface, dds_domain, emulator, lockstep)
-HARDWARE_BACKENDS = frozenset({"unitree_g1"})
+HARDWARE_BACKENDS = frozenset({"unitree_g1", "can_mit"})
 
 
 def create_backend(name: str, **kwargs: Any) -> RobotBackend:

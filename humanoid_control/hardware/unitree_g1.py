@@ -12,15 +12,15 @@ Safety on the host side (the driver's core does the rest: soft start by a ramp f
 hold -> active handshake, e-stop -> damping; the backend only reports):
 
 - :attr:`link_fault`: LowState not received for ``max_missed`` (3) consecutive periods. The driver then
-  latches damping and says so on ``/diagnostics``; from then on :meth:`write` sends damping frames whatever it is
-  given (kp = 0, tau_ff = 0, dq* = 0, the command's kd), until :meth:`reset_link`.
+  latches damping and says so on ``/diagnostics``; from then on :meth:`write` sends damping frames whatever it
+  is given (kp = 0, tau_ff = 0, dq* = 0, the command's kd), until :meth:`reset_link`.
 - :attr:`activation_blocker`: the motors do not follow the commands (:mod:`follow_check`; the sport service
   not released): the driver refuses to let a controller take the robot, with the message.
 
 Against the G1 emulator (``emulator=True``; :mod:`g1_emulator`): the backend takes the emulator's simulated
 clock (LowState ``tick``, ms) and its simulation truth (``emu/ground_truth``), so the driver publishes
-``/clock`` and ``/sim/ground_truth`` as with MuJoCo; with ``lockstep=True`` each :meth:`read` waits for the LowState that
-answers the previous LowCmd (the emulator steps physics once per LowCmd), which makes runs reproducible. On a
+``/clock`` and ``/sim/ground_truth`` as with MuJoCo; with ``lockstep=True`` each :meth:`read` waits for the
+LowState that answers the previous LowCmd (the emulator steps physics once per LowCmd), which makes runs reproducible. On a
 robot (``emulator=False``) the time is the wall clock and there is no truth.
 """
 
