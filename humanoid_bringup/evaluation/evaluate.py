@@ -177,8 +177,13 @@ def run_locomotion(
     extra_args: dict[str, str] | None = None,
     log: Any = print,
     render_to: Path | None = None,
+    hardware: str = "mujoco",
 ) -> dict[str, Any]:
-    """Run the command script through the ROS graph; the result dictionary (see module docstring)."""
+    """Run the command script through the ROS graph; the result dictionary (see module docstring).
+
+    ``hardware``: the driver's backend; ``unitree_g1`` and ``can_mit`` run against their protocol emulators
+    (started by the launch file: ``emulator:=true``), in lockstep with the clock when ``clock`` is lockstep.
+    """
     from humanoid_control.model.robot_config import load_robot_config
 
     script = script or LOCOMOTION_SCRIPT
@@ -195,6 +200,11 @@ def run_locomotion(
         "start_paused": "true",  # this evaluator connects, then starts simulated time
         "sim_duration_s": f"{total + 60.0:.1f}",
     }
+    if hardware != "mujoco":
+        import os
+
+        # the emulator on DDS over lo: a domain of its own per run (the G1 protocol is not ROS's DDS)
+        args.update(hardware=hardware, emulator="true", dds_domain=str(100 + os.getpid() % 100))
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
     source = ScriptSource(script)
@@ -286,6 +296,7 @@ def run_locomotion(
         "controller": "policy",
         "policy": policy,
         "clock": clock,
+        "hardware": hardware,
         "fell": bool(fell),
         "fall_reason": fall_reason,
         "time_survived_s": round(survived, 3),
@@ -335,6 +346,12 @@ def main(argv: list[str] | None = None) -> int:
     loco.add_argument("--out", default="results/eval", help="folder for plots, JSON and logs")
     loco.add_argument("--settle", type=float, default=1.0, help="seconds skipped at each segment start")
     loco.add_argument("--short", action="store_true", help="a 10 s script (stand, forward, turn, stop)")
+    loco.add_argument(
+        "--hardware",
+        default="mujoco",
+        choices=["mujoco", "unitree_g1", "can_mit"],
+        help="driver backend; unitree_g1 / can_mit run through their protocol emulators (MuJoCo behind them)",
+    )
     est = sub.add_parser(
         "estimator",
         help="60 s standing, 60 s walking with a noisy IMU, then walking over a low-friction patch; "
@@ -419,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ManifestError, ConfigError) as exc:
         print(f"humanoid-eval: error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out) / f"locomotion_{args.policy.replace('/', '_')}_{args.clock}"
+    hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
+    out = Path(args.out) / f"locomotion_{args.policy.replace('/', '_')}_{args.clock}{hw}"
     result = run_locomotion(
         args.policy,
         clock=args.clock,
@@ -428,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         settle_s=args.settle,
         robot=args.robot,
         log=lambda m: print(m, file=sys.stderr),
+        hardware=args.hardware,
     )
     print(json.dumps(result), flush=True)
     return 0 if not result["fell"] else 1
