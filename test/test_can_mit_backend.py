@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("can", reason="python-can is installed by `make setup`")
 
-from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings  # noqa: E402
-from humanoid_control.hardware.can_mit_backend import CanMitBackend  # noqa: E402
-from humanoid_control.hardware.types import RobotState  # noqa: E402
-from humanoid_control.model.robot_config import load_robot_config  # noqa: E402
+from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings
+from humanoid_control.hardware.can_mit_backend import CanMitBackend
+from humanoid_control.hardware.types import RobotState
+from humanoid_control.model.robot_config import load_robot_config
 
 
 def _run(backend: CanMitBackend, core: DriverCore, ticks: int) -> tuple[RobotState, int | None]:

@@ -1,5 +1,5 @@
-"""The unitree_g1 backend against the G1 emulator over real DDS (the Unitree SDK's channels, cyclonedds 0.10.2,
-loopback): a stand through the driver's core, a bad-CRC LowCmd dropped, the sport service not released ->
+"""The unitree_g1 backend against the G1 emulator over real DDS (the Unitree SDK's channels, cyclonedds
+0.10.2, loopback): a stand through the driver's core, a bad-CRC LowCmd dropped, the sport service not released ->
 activation refused with the message, LowState lost -> link fault and damping frames on the wire.
 
 Emulator and backend share this process (the SDK allows one DDS domain per process; the emulator is a thread
@@ -15,13 +15,13 @@ import pytest
 
 pytest.importorskip("unitree_sdk2py.core.channel", reason="the Unitree SDK is installed by `make setup`")
 
-from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand  # noqa: E402
-from humanoid_control.hardware import unitree_dds as dds  # noqa: E402
-from humanoid_control.hardware.types import RobotState  # noqa: E402
-from humanoid_control.hardware.g1_emulator import G1Emulator, G1EmulatorSettings  # noqa: E402
-from humanoid_control.hardware.unitree_g1 import UnitreeG1Backend  # noqa: E402
-from humanoid_control.hardware.unitree_hg import new_lowcmd, to_bytes  # noqa: E402
-from humanoid_control.model.robot_config import load_robot_config  # noqa: E402
+from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
+from humanoid_control.hardware import unitree_dds as dds
+from humanoid_control.hardware.g1_emulator import G1Emulator, G1EmulatorSettings
+from humanoid_control.hardware.types import RobotState
+from humanoid_control.hardware.unitree_g1 import UnitreeG1Backend
+from humanoid_control.hardware.unitree_hg import new_lowcmd, to_bytes
+from humanoid_control.model.robot_config import load_robot_config
 
 DOMAIN = 150 + os.getpid() % 80  # DDS domain of this test process (the G1 protocol, not ROS)
 

@@ -1,14 +1,14 @@
 """MIT actuator emulators driving the simulated G1: one :class:`MitActuatorEmulator` per joint (firmware:
-motor mode, PD law on the decoded frame, torque limit, 25 ms command timeout), served on python-can buses, with
-MuJoCo physics behind them.
+motor mode, PD law on the decoded frame, torque limit, 25 ms command timeout), served on python-can buses,
+with MuJoCo physics behind them.
 
 python-can's ``virtual`` interface connects bus objects of one process only, so the emulator runs as a thread
 in the process of the host (the driver's ``can_mit`` backend); on a robot the buses are SocketCAN and this
 module is not used.
 
 Per physics step each actuator produces ``t + kp (p - q) + kd (v - dq)`` (its own quantised command, clamped
-to its model's torque range; zero torque outside motor mode or after its firmware timeout) at its output position
-``q = direction * joint + offset``; the joint torque is ``direction * t``.
+to its model's torque range; zero torque outside motor mode or after its firmware timeout) at its output
+position ``q = direction * joint + offset``; the joint torque is ``direction * t``.
 
 Clocks, as the G1 emulator's: **lockstep** - physics advances one period once every actuator received a
 command frame, and the replies to those frames are sent after the step (they carry the state at the end of the

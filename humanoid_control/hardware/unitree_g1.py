@@ -20,8 +20,8 @@ hold -> active handshake, e-stop -> damping; the backend only reports):
 Against the G1 emulator (``emulator=True``; :mod:`g1_emulator`): the backend takes the emulator's simulated
 clock (LowState ``tick``, ms) and its simulation truth (``emu/ground_truth``), so the driver publishes
 ``/clock`` and ``/sim/ground_truth`` as with MuJoCo; with ``lockstep=True`` each :meth:`read` waits for the
-LowState that answers the previous LowCmd (the emulator steps physics once per LowCmd), which makes runs reproducible. On a
-robot (``emulator=False``) the time is the wall clock and there is no truth.
+LowState that answers the previous LowCmd (the emulator steps physics once per LowCmd), which makes runs
+reproducible. On a robot (``emulator=False``) the time is the wall clock and there is no truth.
 """
 
 from __future__ import annotations
