@@ -1,6 +1,6 @@
 """The unitree_g1 backend against the G1 emulator over real DDS (the Unitree SDK's channels, cyclonedds
-0.10.2, loopback): a stand through the driver's core, a bad-CRC LowCmd dropped, the sport service not released ->
-activation refused with the message, LowState lost -> link fault and damping frames on the wire.
+0.10.2, loopback): a stand through the driver's core, a bad-CRC LowCmd dropped, the sport service not
+released -> activation refused with the message, LowState lost -> link fault and damping frames on the wire.
 
 Emulator and backend share this process (the SDK allows one DDS domain per process; the emulator is a thread
 here, its own process in the launch file) on a DDS domain of their own, in lockstep, so each check is a
@@ -112,13 +112,18 @@ def test_lowstate_lost_damping_on_the_wire(rig: tuple[G1Emulator, UnitreeG1Backe
     core = DriverCore(config, DriverSettings(ramp_duration=0.1))
     state = _run(backend, core, 60)
     assert core.mode == DriverMode.HOLD and backend.link_fault is None
+    # the LowState answering the last LowCmd has arrived: the next read consumes it, then the stream stops
+    assert _wait(lambda: backend._state_tick == emu.tick_ms == 2 * backend.counters["lowcmd_sent"])
     emu.pause_lowstate(True)
     try:
-        for k in range(1, 6):
+        tripped = None
+        for k in range(1, 7):
             _run(backend, core, 1)
             if backend.link_fault:
+                tripped = k
                 break
-        assert k == 3, f"tripped after {k} periods"  # lost for 3 periods -> fault at the 3rd
+        # read 1 consumes the last LowState sent; reads 2, 3, 4 find none: the 3rd lost period trips
+        assert tripped == 4
         assert "LowState lost" in backend.link_fault
         assert core.mode == DriverMode.DAMPING
         # what the emulated motors run once the LowCmd written after the trip arrived: the damping frame
