@@ -11,7 +11,8 @@ and the IMU (orientation w x y z, gyroscope, accelerometer in the IMU frame).
 Safety on the host side (the driver's core does the rest: soft start by a ramp from the measured pose, limits,
 hold -> active handshake, e-stop -> damping; the backend only reports):
 
-- :attr:`link_fault`: LowState not received for ``max_missed`` (3) consecutive periods. The driver then
+- :attr:`link_fault`: LowState not received for more than ``max_missed`` (3) periods (realtime: wall time
+  since the latest LowState; lockstep: reads that found none within ``state_timeout_s``). The driver then
   latches damping and says so on ``/diagnostics``; from then on :meth:`write` sends damping frames whatever it
   is given (kp = 0, tau_ff = 0, dq* = 0, the command's kd), until :meth:`reset_link`.
 - :attr:`activation_blocker`: the motors do not follow the commands (:mod:`follow_check`; the sport service
@@ -95,6 +96,8 @@ class UnitreeG1Backend(RobotBackend):
         self._prev: tuple[LowLevelCommand, np.ndarray, np.ndarray] | None = None
         self._measured: RobotState | None = None
         self._t0 = time.monotonic()
+        self._arrival = self._t0
+        self.max_missed = int(max_missed)
 
         dds.init_channels(dds_domain, network_interface)
         lowcmd_t, lowstate_t = dds.hg_types()
@@ -132,6 +135,7 @@ class UnitreeG1Backend(RobotBackend):
             if tick == self._state_tick:
                 self._republished = True  # the emulator's resend: our LowCmd may not have arrived
             self._state, self._state_tick = rec, tick
+            self._arrival = time.monotonic()
             self._cond.notify_all()
 
     def _on_truth(self, msg: Any) -> None:
@@ -178,12 +182,20 @@ class UnitreeG1Backend(RobotBackend):
                     self.roundtrip_s.append(time.perf_counter() - self._last_write)
                     del self.roundtrip_s[:-100000]
             self._periods += 1
-            decision = self.monitor.check(self._periods * self.hw.period)
-            if decision.damping and self.link_fault is None:
-                self.link_fault = (
-                    f"LowState lost: none for {self.monitor.config.max_missed} periods of "
-                    f"{self.hw.period * 1e3:g} ms ({'; '.join(decision.reasons)})"
-                )
+            if self.lockstep:  # a period is a read: count the reads without the LowState they waited for
+                decision = self.monitor.check(self._periods * self.hw.period)
+                if decision.damping and self.link_fault is None:
+                    self.link_fault = (
+                        f"LowState lost: none for {self.monitor.config.max_missed} periods of "
+                        f"{self.hw.period * 1e3:g} ms ({'; '.join(decision.reasons)})"
+                    )
+            else:  # wall time since the latest LowState (reads of a late loop come in bursts)
+                age = time.monotonic() - self._arrival
+                if age > self.max_missed * self.hw.period and self.link_fault is None:
+                    self.link_fault = (
+                        f"LowState lost: none for {age * 1e3:.1f} ms (more than {self.max_missed} periods of "
+                        f"{self.hw.period * 1e3:g} ms)"
+                    )
             self._consumed_tick = self._state_tick
             self._republished = False
             rec = self._state
@@ -246,6 +258,7 @@ class UnitreeG1Backend(RobotBackend):
         """Re-arm after a link fault (the operator's reset)."""
         with self._cond:
             self.monitor.reset(self._periods * self.hw.period)
+            self._arrival = time.monotonic()
             self.link_fault = None
 
     def remote(self) -> RemoteState | None:
