@@ -9,7 +9,8 @@ Modes (``DriverMode``):
 - ``ramp``: boot (or reset) - interpolate q* from the pose at the start of the ramp to the default standing
   pose over ``ramp_duration`` seconds with the ``stand`` gains; then ``hold``. Commands are ignored.
 - ``hold``: q* = default pose, ``stand`` gains. A valid command switches to ``active`` (after
-  ``activation_ticks`` consecutive ticks with valid commands, if set: a handshake).
+  ``activation_ticks`` consecutive ticks with valid commands, if set: a handshake), unless
+  ``activation_block`` holds a reason (a hardware backend's motors do not follow): then it is refused with it.
 - ``active``: q*, dq*, tau_ff from the latest command (clamped to the limits) with the command gain profile.
   A command older than ``watchdog_ticks`` ticks puts the driver in ``damping``.
 - ``damping``: kp = 0, tau_ff = 0, dq* = 0, kd of the profile in use kept: tau = -kd dq. Latched (e-stop,
