@@ -150,8 +150,14 @@ class MitG1Emulator:
 
     def _run(self) -> None:
         deadline = time.perf_counter()
+        last = list(self.buses)[-1]  # the host sends bus by bus: a frame here means the others' are queued
         while self._running:
             got = False
+            if self.lockstep:  # block (cheaply) until the host's frames of a period arrive
+                msg = self.buses[last].recv(timeout=0.005)
+                if msg is not None:
+                    got = True
+                    self._handle(last, msg)
             for bus, end in self.buses.items():
                 msg = end.recv(timeout=0.0)
                 while msg is not None:
@@ -168,8 +174,6 @@ class MitG1Emulator:
                                 self._send(b, self.hw.host_id, a.reply())
                         self._held.clear()
                         self._tick_frames.clear()
-                if not got:
-                    time.sleep(0.0002)
             else:
                 now = time.perf_counter()
                 if now >= deadline:
