@@ -52,8 +52,8 @@ def _answered(backend: CanMitBackend) -> None:
 def stood() -> tuple[CanMitBackend, DriverCore]:
     config = load_robot_config("g1")
     backend = CanMitBackend(config, emulator=True, lockstep=True, reply_timeout_s=0.5)
-    core = DriverCore(config, DriverSettings(ramp_duration=0.3))
-    state, tripped = _run(backend, core, 250)  # ramp from the measured pose, then hold
+    core = DriverCore(config, DriverSettings(ramp_duration=0.2))
+    state, tripped = _run(backend, core, 150)  # ramp from the measured pose, then hold
     assert tripped is None and core.mode == DriverMode.HOLD
     assert np.max(np.abs(state.q - config.array("default"))) < 0.05
     assert backend.ground_truth().position[2] > 0.7
