@@ -261,9 +261,12 @@ class RobotDriverNode(QuietNode):
                     f"parameter clock: lockstep needs a simulator; hardware '{self.hardware}' runs "
                     "clock:=realtime (or emulator:=true)"
                 )
-        self.backend: RobotBackend = create_backend(
-            self.hardware, config=self.config, imu_noise=noise, **extra
-        )
+        try:
+            self.backend: RobotBackend = create_backend(
+                self.hardware, config=self.config, imu_noise=noise, **extra
+            )
+        except (ConnectionError, ImportError) as exc:  # no robot / emulator answering, SDK not installed
+            raise ValueError(f"hardware {self.hardware}: {exc}") from None
         self.period = 1.0 / rate
         if self.backend.simulated:
             steps = self.period / self.config.simulation.timestep
