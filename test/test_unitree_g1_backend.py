@@ -104,6 +104,14 @@ def test_stand_crc_and_sport_mode(rig: tuple[G1Emulator, UnitreeG1Backend]) -> N
     assert core.submit(JointCommand(q=config.array("default"), dq=np.zeros(29), tau_ff=np.zeros(29)))
     assert core.mode == DriverMode.ACTIVE
 
+    # e-stop -> damping frames on the wire
+    core.estop("test")
+    _run(backend, core, 1)
+    assert _wait(lambda: emu.status()["ticks"] == backend.counters["lowcmd_sent"])
+    applied = emu.last_applied
+    assert applied is not None and np.all(applied.kp == 0) and np.all(applied.tau_ff == 0)
+    assert np.all(applied.kd > 0)
+
 
 def test_lowstate_lost_damping_on_the_wire(rig: tuple[G1Emulator, UnitreeG1Backend]) -> None:
     emu, backend = rig
