@@ -314,6 +314,8 @@ def run_locomotion(
         "driver_gain_profile": diag.get("gain_profile", ""),
         "driver_max_command_gap_ticks": int(diag.get("max_command_gap_ticks", "0") or 0),
         "driver_overruns": int(diag.get("overruns", "0") or 0),
+        # hardware backends: their own counters (LowState timeouts, CRC errors, link faults, ...)
+        "hardware_diagnostics": {k[3:]: v for k, v in diag.items() if k.startswith("hw_")},
         "out_dir": str(out_dir),
     }
     name = policy.replace("/", "_")

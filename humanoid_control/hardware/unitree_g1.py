@@ -82,13 +82,17 @@ class UnitreeG1Backend(RobotBackend):
         )
         self.follow = FollowMonitor(config.joint_names, self.effort, follow_check)
         self.link_fault: str | None = None
-        self.counters = {"lowstate_received": 0, "lowstate_bad_crc": 0, "lowcmd_sent": 0, "lowcmd_resent": 0}
+        self.counters = {
+            "lowstate_received": 0,
+            "lowstate_bad_crc": 0,
+            "lowcmd_sent": 0,
+            "lowstate_timeouts": 0,
+        }
         self.roundtrip_s: list[float] = []  # lockstep: LowCmd written -> the LowState answering it read
         self._cond = threading.Condition()
         self._state: np.ndarray | None = None
         self._state_tick = -1
         self._consumed_tick = -1
-        self._republished = False
         self._truth: dict[int, Any] = {}
         self._periods = 0
         self._last_cmd_msg: Any = None
@@ -132,8 +136,6 @@ class UnitreeG1Backend(RobotBackend):
                 return
             self.counters["lowstate_received"] += 1
             tick = int(rec["tick"])
-            if tick == self._state_tick:
-                self._republished = True  # the emulator's resend: our LowCmd may not have arrived
             self._state, self._state_tick = rec, tick
             self._arrival = time.monotonic()
             self._cond.notify_all()
@@ -154,8 +156,8 @@ class UnitreeG1Backend(RobotBackend):
         return time.monotonic() - self._t0
 
     def read(self) -> RobotState:
-        """The latest LowState as joint states and IMU. Lockstep: waits for the one answering the last
-        LowCmd (resending that LowCmd when the emulator shows it did not arrive)."""
+        """The latest LowState as joint states and IMU. Lockstep: waits (``state_timeout_s``) for the one
+        answering the last LowCmd; none within it counts as a lost period."""
         with self._cond:
             fresh = self._state_tick != self._consumed_tick
             if self.lockstep and not fresh:
@@ -166,16 +168,11 @@ class UnitreeG1Backend(RobotBackend):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
-                    if (
-                        self._republished
-                        and self._last_cmd_msg is not None
-                        and self._state_tick == self._consumed_tick
-                    ):
-                        self._republished = False
-                        self._pub.Write(self._last_cmd_msg)
-                        self.counters["lowcmd_resent"] += 1
                     self._cond.wait(min(left, 0.02))
                 fresh = self._state_tick != self._consumed_tick
+                if not fresh:
+                    # never resent: a LowCmd that did arrive late would step the emulator twice
+                    self.counters["lowstate_timeouts"] += 1
             if fresh:
                 self.monitor.reply("lowstate")
                 if self.lockstep and self._last_cmd_msg is not None:
@@ -197,7 +194,6 @@ class UnitreeG1Backend(RobotBackend):
                         f"{self.hw.period * 1e3:g} ms)"
                     )
             self._consumed_tick = self._state_tick
-            self._republished = False
             rec = self._state
         assert rec is not None
         m = rec["motor_state"]
@@ -235,7 +231,6 @@ class UnitreeG1Backend(RobotBackend):
         msg = dds.lowcmd_to_sdk(rec, int.from_bytes(data[-4:], "little"))
         with self._cond:
             self._last_cmd_msg = msg
-            self._republished = False
             self._last_write = time.perf_counter()
         self._pub.Write(msg)
         self.counters["lowcmd_sent"] += 1
