@@ -23,7 +23,7 @@ from humanoid_control.hardware.unitree_g1 import UnitreeG1Backend
 from humanoid_control.hardware.unitree_hg import new_lowcmd, to_bytes
 from humanoid_control.model.robot_config import load_robot_config
 
-DOMAIN = 150 + os.getpid() % 80  # DDS domain of this test process (the G1 protocol, not ROS)
+DOMAIN = 160 + os.getpid() % 70  # DDS domain of this test process (the G1 protocol, not ROS)
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,7 @@ def rig() -> tuple[G1Emulator, UnitreeG1Backend]:
         config, network_interface="lo", dds_domain=DOMAIN, emulator=True, lockstep=True, state_timeout_s=5.0
     )
     yield emu, backend
+    backend.close()
     emu.stop()
 
 
@@ -78,6 +79,7 @@ def test_stand_crc_and_sport_mode(rig: tuple[G1Emulator, UnitreeG1Backend]) -> N
     good_crc = int.from_bytes(data[-4:], "little")
     rogue = dds.publisher(backend.hw.lowcmd_topic, dds.hg_types()[0])
     rogue.Write(dds.lowcmd_to_sdk(rec, good_crc ^ 0x1))
+    rogue.Close()
     assert _wait(lambda: emu.status()["crc_dropped"] == 1)
     assert emu.status()["ticks"] == ticks
     _run(backend, core, 1)

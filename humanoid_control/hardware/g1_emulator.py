@@ -156,12 +156,16 @@ class G1Emulator:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the emulator thread."""
+        """Stop the emulator thread and close its DDS channels (no callback reaches it afterwards)."""
         with self._cond:
             self._running = False
             self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
+        for channel in (self._sub, self._pub_state, self._pub_truth):
+            if channel is not None:
+                channel.Close()
+        self._sub = self._pub_state = self._pub_truth = None
 
     # ------------------------------------------------------------------ controls
     def set_sport_mode(self, on: bool) -> None:

@@ -27,7 +27,6 @@ reproducible. On a robot (``emulator=False``) the time is the wall clock and the
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from typing import Any
@@ -297,14 +296,17 @@ class UnitreeG1Backend(RobotBackend):
         return out
 
     def close(self) -> None:
-        """Leave the robot damped: a few damping frames (kd of the stand profile)."""
-        if math.isfinite(self._last_write):
-            kd = self.config.gain_profile("stand").kd
-            for _ in range(3):
-                try:
-                    self.write(self.damping(kd))
-                except Exception:
-                    break
+        """Leave the robot damped (a few damping frames, kd of the stand profile), then close the channels."""
+        kd = self.config.gain_profile("stand").kd
+        for _ in range(3):
+            try:
+                self.write(self.damping(kd))
+            except Exception:
+                break
+        for channel in (self._sub, self._sub_truth, self._pub):
+            if channel is not None:
+                channel.Close()
+        self._sub = self._sub_truth = None
 
 
 __all__ = ["UnitreeG1Backend"]
