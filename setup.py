@@ -51,6 +51,7 @@ setup(
             "policy_runner = humanoid_policy.policy_runner_node:main",
             "state_estimator = humanoid_control.estimation.state_estimator_node:main",
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
+            "walking_controller = humanoid_control.walking.walking_node:main",
             "mode_manager = humanoid_control.modes.mode_manager_node:main",
             "g1_emulator = humanoid_control.hardware.g1_emulator:main",
             # command-line tools

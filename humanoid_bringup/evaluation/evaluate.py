@@ -177,14 +177,22 @@ def run_locomotion(
     extra_args: dict[str, str] | None = None,
     log: Any = print,
     render_to: Path | None = None,
+    controller: str = "policy",
     hardware: str = "mujoco",
 ) -> dict[str, Any]:
     """Run the command script through the ROS graph; the result dictionary (see module docstring).
 
-    ``hardware``: the driver's backend; ``unitree_g1`` and ``can_mit`` run against their protocol emulators
-    (started by the launch file: ``emulator:=true``), in lockstep with the clock when ``clock`` is lockstep.
+    ``controller``: ``policy`` (the policy runner, ``policy`` names it) or ``mpc_walk`` (the walking
+    controller with the state estimator; ``policy`` is ignored). ``hardware``: the driver's backend;
+    ``unitree_g1`` and ``can_mit`` run against their protocol emulators (started by the launch file:
+    ``emulator:=true``), in lockstep with the clock when ``clock`` is lockstep.
     """
+    from humanoid_bringup.evaluation.walking_record import WalkingRecorder
     from humanoid_control.model.robot_config import load_robot_config
+
+    if controller not in ("policy", "mpc_walk"):
+        raise ValueError(f"controller must be policy or mpc_walk, not {controller!r}")
+    walking = controller == "mpc_walk"
 
     script = script or LOCOMOTION_SCRIPT
     total = sum(d for _, d, _ in script)
@@ -194,12 +202,13 @@ def run_locomotion(
     isolated_ros_env(out_dir / "ros_logs")
     args = {
         "robot": robot,
-        "controller": "policy",
-        "policy": policy,
+        "controller": controller,
         "clock": clock,
         "start_paused": "true",  # this evaluator connects, then starts simulated time
         "sim_duration_s": f"{total + 60.0:.1f}",
     }
+    if not walking:
+        args["policy"] = policy
     if hardware != "mujoco":
         import os
 
@@ -207,7 +216,16 @@ def run_locomotion(
         args.update(hardware=hardware, emulator="true", dds_domain=str(100 + os.getpid() % 100))
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
-    source = ScriptSource(script)
+    if walking:
+        source = ScriptSource(script, state_topic="/walking_controller/state", start_on="driver_active")
+    else:
+        source = ScriptSource(script)
+    recorder = WalkingRecorder() if walking else None
+
+    def setup(node: Any) -> None:
+        source.setup(node)
+        if recorder is not None:
+            recorder.setup(node)
 
     lockstep = clock == "lockstep"
     probe = GraphProbe(
@@ -217,15 +235,16 @@ def run_locomotion(
         reliable_streams=lockstep,
         lockstep_peer=lockstep,
         on_tick=source.on_tick,
-        setup=source.setup,
+        setup=setup,
     )
     source.probe = probe
+    peers = ("state_estimator", "walking_controller") if walking else ("policy_runner",)
     fell = False
     fall_reason = ""
     started_ok = False
     try:
         graph.start()
-        probe.start_graph(peers=("policy_runner",) if lockstep else (), running=graph.running)
+        probe.start_graph(peers=peers if lockstep else (), running=graph.running)
         deadline = time.monotonic() + 120.0
         while time.monotonic() < deadline and graph.running():
             with source.lock:
@@ -235,9 +254,10 @@ def run_locomotion(
             time.sleep(0.05)
         if not started_ok:
             raise RuntimeError(
-                f"the policy never started (runner states {source.runner_states}); see {graph.log_path}"
+                f"the {controller} controller never started (states {source.runner_states}, driver modes "
+                f"{source.driver_modes}); see {graph.log_path}"
             )
-        log(f"policy running at sim t = {source.t0:.3f} s; script of {total:.0f} s")
+        log(f"{controller} running at sim t = {source.t0:.3f} s; script of {total:.0f} s")
         sim_wall0 = time.monotonic()
         while graph.running():
             with source.lock:
@@ -255,7 +275,7 @@ def run_locomotion(
                 break
             with source.lock:
                 if source.runner_states and source.runner_states[-1] == "fault":
-                    fell, fall_reason = True, "policy runner fault"
+                    fell, fall_reason = True, f"{controller} controller fault"
                     break
             if time.monotonic() - sim_wall0 > 30 * total + 60:
                 raise RuntimeError("the graph stopped advancing")
@@ -293,8 +313,8 @@ def run_locomotion(
         survived = min(total, survived + (1.0 / 500.0))
     result: dict[str, Any] = {
         "evaluation": "locomotion",
-        "controller": "policy",
-        "policy": policy,
+        "controller": controller,
+        "policy": None if walking else policy,
         "clock": clock,
         "hardware": hardware,
         "fell": bool(fell),
@@ -318,15 +338,23 @@ def run_locomotion(
         "hardware_diagnostics": {k[3:]: v for k, v in diag.items() if k.startswith("hw_")},
         "out_dir": str(out_dir),
     }
-    name = policy.replace("/", "_")
+    name = controller if walking else policy.replace("/", "_")
+    label = controller if walking else policy
     _plot_tracking(
         out_dir / f"velocity_tracking_{name}.png",
         script,
         tt,
         vel,
-        f"{policy} ({clock}): commanded vs achieved",
+        f"{label} ({clock}): commanded vs achieved",
     )
-    _plot_path(out_dir / f"trajectory_{name}.png", pos, f"{policy} ({clock}): base path, top view")
+    _plot_path(out_dir / f"trajectory_{name}.png", pos, f"{label} ({clock}): base path, top view")
+    if recorder is not None:
+        result["walking"] = _walking_summary(
+            recorder,
+            config,
+            out_dir / f"footsteps_{name}.png",
+            data_arrays=(tt, pos, quat, jt, jq, source.t0),
+        )
     if render_to is not None:
         from humanoid_bringup.evaluation.render import qpos_from_state, render_robot
 
@@ -336,12 +364,38 @@ def run_locomotion(
     return result
 
 
+def _walking_summary(
+    recorder: Any, config: Any, figure: Path, data_arrays: tuple[Any, ...]
+) -> dict[str, Any]:
+    """Footstep statistics of a walking run and its ``footsteps_*.png``."""
+    from humanoid_bringup.evaluation.walking_record import achieved_footsteps, footstep_errors, plot_footsteps
+
+    tt, pos, quat, jt, jq, t0 = data_arrays
+    status = recorder.status_array()
+    if status:
+        status = {k: v for k, v in status.items()}
+        status["t"] = status["t"] - t0
+    touchdowns = achieved_footsteps(config, status, tt, pos, quat, jt, jq)
+    plans = [(tp - t0, steps) for tp, steps in recorder.plans]
+    errors = footstep_errors(plans, touchdowns)
+    plot_footsteps(figure, plans, touchdowns, status, tt, pos, "mpc_walk: planned vs achieved footsteps")
+    return {
+        "plans": len(plans),
+        "touchdowns": len(touchdowns),
+        "touchdown_error_m": {
+            "median": round(float(np.median(errors)), 4) if errors else None,
+            "max": round(float(np.max(errors)), 4) if errors else None,
+        },
+        "footsteps_figure": str(figure),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``humanoid-eval``."""
     parser = argparse.ArgumentParser(prog="humanoid-eval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="evaluation", required=True)
     loco = sub.add_parser("locomotion", help="walk a fixed command script; velocity tracking vs ground truth")
-    loco.add_argument("--controller", default="policy", choices=["policy"])
+    loco.add_argument("--controller", default="policy", choices=["policy", "mpc_walk"])
     loco.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
     loco.add_argument("--clock", default="lockstep", choices=["lockstep", "realtime"])
     loco.add_argument("--robot", default="g1")
@@ -433,15 +487,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from humanoid_policy.manifest import ManifestError, load_policy
 
+    walking = args.controller == "mpc_walk"
     try:
-        load_policy(args.policy, load_robot_config(args.robot))  # fail fast, with the reason
+        config = load_robot_config(args.robot)
+        if not walking:
+            load_policy(args.policy, config)  # fail fast, with the reason
     except (ManifestError, ConfigError) as exc:
         print(f"humanoid-eval: error: {exc}", file=sys.stderr)
         return 2
+    name = "mpc_walk" if walking else args.policy.replace("/", "_")
     hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
-    out = Path(args.out) / f"locomotion_{args.policy.replace('/', '_')}_{args.clock}{hw}"
+    out = Path(args.out) / f"locomotion_{name}_{args.clock}{hw}"
     result = run_locomotion(
         args.policy,
+        controller=args.controller,
         clock=args.clock,
         out_dir=out,
         script=SHORT_SCRIPT if args.short else None,

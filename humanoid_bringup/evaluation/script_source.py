@@ -8,7 +8,9 @@ arrival order:
   of its first ``/joint_commands`` message;
 - a runner that ramps first: ``t0`` is the first tick seen while ``/policy_runner/state`` is ``run`` (the
   state is read before the probe's ``/joint_states``, so a state published while tick k ran is in before
-  tick k+1).
+  tick k+1);
+- a controller that commands through the driver's own ramp (the whole-body and walking controllers,
+  ``start_on="driver_active"``): ``t0`` is the first tick seen while ``/robot_driver/mode`` is ``active``.
 
 The command is published on the 10 ms grid of simulated time (100 Hz, plenty for a 50 Hz policy) and is zero
 up to and including ``t0``. Once ``t0`` is known, the probe acknowledges 10 ms of ticks at once
@@ -35,11 +37,22 @@ class ScriptSource:
     ``on_tick`` into ``GraphProbe(on_tick=...)``; ``probe`` must be set before the graph starts.
     """
 
-    def __init__(self, script: Script, stamp_digits: int | None = None) -> None:
+    def __init__(
+        self,
+        script: Script,
+        stamp_digits: int | None = None,
+        state_topic: str = "/policy_runner/state",
+        start_on: str = "runner",
+    ) -> None:
+        if start_on not in ("runner", "driver_active"):
+            raise ValueError(f"start_on must be runner or driver_active, not {start_on!r}")
         self.script = script
         self.stamp_digits = stamp_digits  # stamps rounded to this many decimals (s), if set
+        self.state_topic = state_topic
+        self.start_on = start_on
+        self.driver_modes: list[str] = []  # /robot_driver/mode, in arrival order (start_on="driver_active")
         self.lock = threading.Lock()
-        self.runner_states: list[str] = []  # /policy_runner/state, in arrival order
+        self.runner_states: list[str] = []  # the controller's state topic, in arrival order
         self.t0: float | None = None  # the script's start (s, simulated time)
         self.last_t: float | None = None  # the stamp of the latest tick seen (s)
         self.probe: Any = None
@@ -57,9 +70,12 @@ class ScriptSource:
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
-        node.create_subscription(String, "/policy_runner/state", self._on_runner_state, latched)
+        node.create_subscription(String, self.state_topic, self._on_runner_state, latched)
         self._twist = Twist
         self._pub = node.create_publisher(Twist, "/cmd_vel", 10)
+        if self.start_on == "driver_active":
+            node.create_subscription(String, "/robot_driver/mode", self._on_driver_mode, latched)
+            return
         self._cmd_sub = node.create_subscription(
             JointState,
             "/joint_commands",
@@ -76,6 +92,10 @@ class ScriptSource:
         with self.lock:
             self.runner_states.append(msg.data)
 
+    def _on_driver_mode(self, msg: Any) -> None:
+        with self.lock:
+            self.driver_modes.append(msg.data)
+
     def _on_command(self, msg: Any) -> None:
         t = self.stamp(msg)
         with self.lock:
@@ -87,7 +107,11 @@ class ScriptSource:
         t = self.stamp(msg)
         with self.lock:
             states = self.runner_states
-            if self.t0 is None and "ramp" in states and states[-1] == "run":
+            if self.start_on == "driver_active":
+                if self.t0 is None and self.driver_modes and self.driver_modes[-1] == "active":
+                    self.t0 = t  # the first tick seen with the driver taking the controller's commands
+                    self.probe.ack_period = GRID_S
+            elif self.t0 is None and "ramp" in states and states[-1] == "run":
                 self.t0 = t  # after a ramp: the first tick seen running
             t0 = self.t0
             self.last_t = t

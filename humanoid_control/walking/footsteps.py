@@ -250,12 +250,15 @@ class FootstepPlanner:
         command: VelocityCommand,
         n_steps: int,
         first_side: str | None = None,
+        anchor: str | None = None,
     ) -> FootstepPlan:
         """``n_steps`` footsteps following ``command`` from the feet ``feet`` (odom frame).
 
         ``first_side``: the first swing foot; by default the foot on the side of the lateral command, else of
-        the turn, else the left one. The command is clipped to the command limits first (``ValueError`` if it
-        is not finite).
+        the turn, else the left one. ``anchor``: the foot that landed last while walking on; the walking
+        frame is then anchored on it (as between the steps of one plan), not at the feet's midpoint, so a
+        plan re-made at each touchdown keeps the commanded stride. The command is clipped to the command
+        limits first (``ValueError`` if it is not finite).
         """
         cmd, clipped = self.clip_command(command)
         if n_steps < 0:
@@ -264,7 +267,10 @@ class FootstepPlanner:
         plan = self._plan(feet, command=cmd, command_clipped=clipped)
         period = self.spec.single_support + self.spec.double_support
         move = twist_displacement(VelocityCommand(cmd.vx, 0.0, cmd.wz), period)
-        frame = self.walking_frame(feet)
+        if anchor is None:
+            frame = self.walking_frame(feet)
+        else:
+            frame = feet[anchor].compose(Pose2D(0.0, -side_sign(anchor) * 0.5 * self.spec.foot_spacing, 0.0))
         current = dict(feet)
         for _ in range(n_steps):
             # sideways: the foot on the side of the motion steps out by 2 vy T, the other closes in

@@ -150,7 +150,9 @@ class FootPoseTask(Task):
     """SE(3) pose of a foot's sole frame, used while the foot is not in contact (weight 0 otherwise).
 
     Errors in the world frame: position ``p_ref - p`` (m), orientation ``log3(R_ref R^T)`` (rad);
-    ``a_des = kp e - kd v`` row-wise on ``[linear; angular]``; ``a = J qdd + drift`` (classical acceleration).
+    ``a_des = a_ref + kp e + kd (v_ref - v)`` row-wise on ``[linear; angular]`` (``reference_velocity`` and
+    ``reference_acceleration`` (6,), world frame, zero unless a swing trajectory sets them);
+    ``a = J qdd + drift`` (classical acceleration).
     """
 
     dim = 6
@@ -161,6 +163,8 @@ class FootPoseTask(Task):
         self.kp = kp
         self.kd = kd
         self.reference = pin.SE3.Identity()
+        self.reference_velocity = np.zeros(6)
+        self.reference_acceleration = np.zeros(6)
 
     def support(self, dyn: RobotDynamics, nx: int) -> np.ndarray:
         return dyn.frame_support_mask(dyn.frames[self.side].frame_id)
@@ -170,7 +174,9 @@ class FootPoseTask(Task):
         J[:] = fs.jacobian
         b[0:3] = self.kp * (self.reference.translation - fs.position)
         b[3:6] = self.kp * pin.log3(self.reference.rotation @ fs.rotation.T)
-        b -= self.kd * fs.velocity + fs.drift
+        b += self.reference_acceleration
+        b += self.kd * (self.reference_velocity - fs.velocity)
+        b -= fs.drift
 
 
 class PostureTask:

@@ -65,8 +65,8 @@ except ImportError:  # pragma: no cover - depends on the installation
 class WbcNode(QuietNode):
     """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`."""
 
-    def __init__(self) -> None:
-        super().__init__("wbc_controller")
+    def __init__(self, node_name: str = "wbc_controller") -> None:
+        super().__init__(node_name)
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
         self.driver = declare(
             self, "driver", "/robot_driver", "robot driver node name", read_only=True
@@ -109,7 +109,7 @@ class WbcNode(QuietNode):
         )
         self.markers_on = self.marker_period < 1e5 and MarkerArray is not None
         self.config = load_robot_config(robot)
-        self.controller = StandingController(self.config, balance=balance, command=command)
+        self.controller = self._make_controller(balance, command)
         self.runner = WbcRunner(self.controller, runner_settings)
         self.names = list(self.config.joint_names)
         self.joint_order = JointOrder(self.names)
@@ -187,6 +187,14 @@ class WbcNode(QuietNode):
             f"constraint rows, {rate:g} Hz, gain profile '{self.gain_profile}', markers "
             f"{'on' if self.markers_on else 'off'}"
         )
+
+    def _make_controller(self, balance: BalanceSettings, command: CommandSettings) -> Any:
+        """The controller this node runs (the walking node runs its own)."""
+        return StandingController(self.config, balance=balance, command=command)
+
+    def close(self) -> None:
+        """Leave the driver's lockstep."""
+        self.peer.leave()
 
     # ------------------------------------------------------------------ gains
     def _request_gains(self) -> None:
@@ -406,14 +414,17 @@ class WbcNode(QuietNode):
             "answered_without_matching_odom": self.skipped,
         }
 
-    def _publish_diagnostics(self, stamp: Any) -> None:
-        status = DiagnosticStatus(name="wbc_controller", hardware_id=self.config.name)
+    def _diagnostic_level(self) -> tuple[bytes, str]:
+        """Level and message of this node's ``/diagnostics`` status."""
         if self.runner.state == WbcState.FAULT:
-            status.level, status.message = DiagnosticStatus.ERROR, f"fault: {self.runner.reason}"
-        elif self.controller.commands.counters.failed:
-            status.level, status.message = DiagnosticStatus.WARN, f"{self.runner.state.value}, QP failures"
-        else:
-            status.level, status.message = DiagnosticStatus.OK, self.runner.state.value
+            return DiagnosticStatus.ERROR, f"fault: {self.runner.reason}"
+        if self.controller.commands.counters.failed:
+            return DiagnosticStatus.WARN, f"{self.runner.state.value}, QP failures"
+        return DiagnosticStatus.OK, self.runner.state.value
+
+    def _publish_diagnostics(self, stamp: Any) -> None:
+        status = DiagnosticStatus(name=self.get_name(), hardware_id=self.config.name)
+        status.level, status.message = self._diagnostic_level()
         status.values = [KeyValue(key=k, value=str(v)) for k, v in self.diagnostic_values().items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = stamp
@@ -453,10 +464,6 @@ def _marker_array(ms: MarkerSet, stamp: Any) -> Any:
         mk.color.r, mk.color.g, mk.color.b, mk.color.a = m.rgba
         arr.markers.append(mk)
     return arr
-
-    def close(self) -> None:
-        """Leave the driver's lockstep."""
-        self.peer.leave()
 
 
 def main(args: list[str] | None = None) -> int:

@@ -1,0 +1,573 @@
+"""Walking whole-body controller: velocity command -> footsteps -> ZMP preview -> whole-body QP, per tick.
+
+No ROS. One :meth:`WalkingController.step` per control tick (``CommandSettings.dt``, 2 ms) from the
+pinocchio state ``(q, v)`` (base pose in the odom frame; see :mod:`humanoid_control.wbc.dynamics`), a
+:class:`~humanoid_control.wbc.command.JointCommand` out; :meth:`WalkingController.set_command` takes the
+walking frame's twist (``vx``, ``vy`` m/s, ``wz`` rad/s, as ``/cmd_vel``).
+
+Modes (:class:`WalkMode`):
+
+- ``stand``: both feet down, DCM regulation to the middle of the feet (as
+  :class:`~humanoid_control.wbc.balance.StandingBalance`), the ankle strategy only;
+- ``walk``: a footstep plan (``n_steps`` ahead) from the feet and the command, re-planned at every touchdown
+  with the latest command (the steps already taken stay); the ZMP preview QP re-solved every
+  ``replan_period`` from its own prediction; per tick the planned contacts switch the QP's contact rows,
+  the swing sole follows its trajectory (pose, velocity and acceleration feed-forward) and the CoM follows
+  the plan through a DCM law on the ZMP (below). A zero or stale command plans the step that brings the
+  feet together, and the controller stands once the plan has ended.
+
+DCM tracking (horizontal, odom frame): with the plan's CoM ``c_r``, velocity ``cd_r`` and acceleration
+``cdd_r`` (LIPM, ``omega = sqrt(g / z_c)``), ``xi_r = c_r + cd_r / omega`` and
+``p_r = c_r - cdd_r / omega^2``; the ZMP ``p = p_r + (1 + k / omega) (xi - xi_r)`` (``k / omega`` =
+``dcm_gain``) clamped into the support polygon of the feet in contact shrunk by ``cop_margin`` gives
+``cdd = omega^2 (c - p)``. Height: PD to the plan's CoM height.
+
+Foot placement feedback: in single support (within ``adjust_window`` of the swing phase) the DCM error is
+predicted at touchdown, ``(xi - xi_r) e^(omega t_left)``, and the swing foot's touchdown moves by it (less a
+``capture_tolerance`` dead band, projected onto the step limits); the move is blended into the swing
+trajectory with the same quintic, velocity and acceleration included. At each touchdown the next steps are
+planned from the *measured* feet (the walking frame anchored on the foot that landed) and the ZMP preview
+is re-solved from the measured CoM position and velocity.
+
+Not yet: pushes while standing (the standing mode does not step), step timing adaptation, yaw momentum.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pinocchio as pin
+
+from humanoid_control.model.robot_config import RobotConfig
+from humanoid_control.model.robot_model import PinocchioRobotModel, load_pinocchio_model
+from humanoid_control.walking.footsteps import (
+    SIDES,
+    Footstep,
+    FootstepPlan,
+    FootstepPlanner,
+    VelocityCommand,
+    other_side,
+)
+from humanoid_control.walking.generator import WalkingGenerator, WalkingReference
+from humanoid_control.walking.geometry import Pose2D, distance_outside
+from humanoid_control.walking.step_adjustment import DcmStepAdjuster, StepAdjustment, StepAdjustmentSettings
+from humanoid_control.walking.swing import _blend
+from humanoid_control.wbc.balance import _clamp, _edge_lines, _hull, _offset
+from humanoid_control.wbc.command import CommandGenerator, CommandSettings, JointCommand
+from humanoid_control.wbc.qp import WbcOutput, WbcSettings, WholeBodyQP
+from humanoid_control.wbc.solver import QpSolver
+
+
+class WalkMode(str, enum.Enum):
+    """What the controller does."""
+
+    STAND = "stand"
+    WALK = "walk"
+
+
+@dataclass
+class WalkingSettings:
+    """Gains and timing of :class:`WalkingController`.
+
+    Attributes:
+        dcm_gain: ``k / omega`` of the DCM law (dimensionless).
+        stand_dcm_gain: the same while standing.
+        cop_margin: ZMP kept this far inside the support polygon (m).
+        kp_height, kd_height: CoM height PD (1/s^2, 1/s).
+        replan_period: ZMP preview re-solve period (s), a multiple of the control period.
+        n_steps: footsteps planned ahead (their span should exceed the preview horizon).
+        stale_command_s: a command older than this (s) counts as zero: the robot finishes its step and stands.
+        step_adjustment: move the swing foot's touchdown by the DCM error predicted at touchdown.
+        capture_tolerance: dead band of that error (m).
+        adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
+        adjust_gain: scale of the touchdown move per axis (x, y of the odom frame).
+        recovery_steps: standing, step when the DCM leaves the feet's support polygon.
+        recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
+        recovery_transfer: weight transfer before the capture step's swing (s).
+        recovery_min_swing: shortest capture swing (s).
+        friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
+            Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
+            to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
+            cone's edge) and the robot fell; with 0.3 it turned by less than 0.12 rad and walked on.
+    """
+
+    dcm_gain: float = 1.0
+    stand_dcm_gain: float = 1.5
+    cop_margin: float = 0.01
+    kp_height: float = 100.0
+    kd_height: float = 20.0
+    replan_period: float = 0.02
+    n_steps: int = 6
+    stale_command_s: float = 0.5
+    step_adjustment: bool = True
+    capture_tolerance: float = 0.0
+    adjust_window: tuple[float, float] = (0.1, 0.8)
+    adjust_gain: tuple[float, float] = (1.0, 1.0)
+    friction: float = 0.3
+    recovery_steps: bool = True
+    recovery_threshold: float = 0.0
+    recovery_transfer: float = 0.05
+    recovery_min_swing: float = 0.25
+    recovery_reach: tuple[float, float, float] = (0.4, 0.3, 0.45)
+    recovery_offset: float = 0.2
+
+
+@dataclass
+class WalkingStatus:
+    """Per tick, for diagnostics and plots (odom frame, m): CoM, DCM and their plan, ZMP commanded and
+    planned, the support polygon, contacts, the swing foot."""
+
+    t: float = 0.0
+    mode: WalkMode = WalkMode.STAND
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    com_ref: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    dcm: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    dcm_ref: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    zmp_cmd: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    zmp_ref: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    contacts: dict[str, bool] = field(default_factory=lambda: {s: True for s in SIDES})
+    swing: str | None = None
+    adjusted_steps: int = 0
+    command_clipped: bool = False
+
+
+def _ray_clamp(
+    origin: np.ndarray, direction: np.ndarray, poly: list[tuple[float, float]], fallback: tuple[float, float]
+) -> tuple[float, float]:
+    """The point ``origin + lam direction`` with the largest ``lam`` in ``[0, 1]`` inside the convex CCW
+    polygon; ``fallback`` when ``origin`` is outside it. Standing, a ZMP chosen so moves the DCM straight
+    back towards its reference instead of sideways along the polygon's edge (as the nearest point would)."""
+    lam = 1.0
+    ox, oy = float(origin[0]), float(origin[1])
+    dx, dy = float(direction[0]), float(direction[1])
+    for nx, ny, d in _edge_lines([list(v) for v in poly]):
+        slack = d - (nx * ox + ny * oy)
+        if slack < 0.0:
+            return fallback
+        rate = nx * dx + ny * dy
+        if rate > 1e-12:
+            lam = min(lam, slack / rate)
+    return ox + lam * dx, oy + lam * dy
+
+
+def _yaw_of(rotation: np.ndarray) -> float:
+    return math.atan2(float(rotation[1, 0]), float(rotation[0, 0]))
+
+
+def _rz(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+class WalkingController:
+    """See the module docstring. Same ``step(q, v) -> JointCommand`` interface as
+    :class:`~humanoid_control.wbc.controller.StandingController`."""
+
+    def __init__(
+        self,
+        config: RobotConfig,
+        pmodel: PinocchioRobotModel | None = None,
+        wbc: WbcSettings | None = None,
+        settings: WalkingSettings | None = None,
+        command: CommandSettings | None = None,
+        solver: QpSolver | None = None,
+    ) -> None:
+        if config.walking is None:
+            raise ValueError(f"{config.name}: no `walking` section in the robot configuration")
+        self.config = config
+        self.settings = s = settings or WalkingSettings()
+        self.pmodel = pmodel or load_pinocchio_model(config)
+        wbc = wbc or WbcSettings()
+        if wbc.friction is None:
+            wbc = replace(wbc, friction=s.friction)
+        self.qp = WholeBodyQP(config, self.pmodel, wbc, solver)
+        self.commands = CommandGenerator(config, command)
+        self.dt = self.commands.settings.dt
+        self.planner = FootstepPlanner.from_config(config)
+        self.generator = WalkingGenerator(config)
+        self._replan_every = max(1, round(s.replan_period / self.dt))
+        self._soles = {side: [(float(x), float(y)) for x, y in config.feet[side].polygon] for side in SIDES}
+        self.mode = WalkMode.STAND
+        self.t = 0.0
+        self._tick = 0
+        self.command = VelocityCommand()
+        self._command_t = -math.inf
+        self.status = WalkingStatus()
+        self.last_output: WbcOutput | None = None
+        self.qp_tick_s = 0.0
+        self.contacts = {side: True for side in SIDES}
+        self._swing_offset = np.zeros(2)  # (m, odom frame) touchdown moved by the step adjustment
+        self._step_index = -1  # index in the current plan of the last step that started its swing
+        self._ground_z = 0.0
+        self._stand_ref: np.ndarray | None = None  # (3,) CoM to stand over
+        rs = replace(
+            self.planner.spec,
+            step_forward=max(s.recovery_reach[0], self.planner.spec.step_forward),
+            step_backward=max(s.recovery_reach[1], self.planner.spec.step_backward),
+            step_width_max=max(s.recovery_reach[2], self.planner.spec.step_width_max),
+        )
+        self.recovery_planner = FootstepPlanner(rs, self.planner.soles)
+        self.adjuster = DcmStepAdjuster(
+            self.recovery_planner,
+            self.generator.lipm,
+            StepAdjustmentSettings(min_remaining=s.recovery_transfer + s.recovery_min_swing),
+        )
+        self.swing_adjuster = DcmStepAdjuster(
+            self.recovery_planner, self.generator.lipm, StepAdjustmentSettings(adapt_timing=False)
+        )
+        self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
+        self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
+        self.pattern_failures = 0  # ZMP preview solves that failed (the last good one kept)
+        self.last_pattern_failure = ""
+        self.plans: list[tuple[float, FootstepPlan]] = []  # (start time, plan), for plots
+        self.touchdowns: list[tuple[float, str, np.ndarray]] = []  # (t, side, measured sole [x, y, yaw])
+
+    # ------------------------------------------------------------------ inputs
+    def set_command(self, vx: float, vy: float, wz: float) -> bool:
+        """The walking frame's twist (m/s, m/s, rad/s); returns whether it was clipped to the limits.
+
+        Raises ``ValueError`` (and keeps the previous command) when a value is not finite.
+        """
+        cmd = VelocityCommand(float(vx), float(vy), float(wz))
+        if not all(math.isfinite(x) for x in (cmd.vx, cmd.vy, cmd.wz)):
+            raise ValueError(f"non-finite velocity command {cmd}")
+        clipped_cmd, clipped = self.planner.clip_command(cmd)
+        self.command = clipped_cmd
+        self._command_t = self.t
+        self.status.command_clipped = clipped
+        return clipped
+
+    def stand_now(self) -> None:
+        """Drop the walk at once (the driver reset or respawned the robot): stand on the feet as they are."""
+        self.mode = WalkMode.STAND
+        self._recovering = False
+        self._swing_offset[:] = 0.0
+        self.command = VelocityCommand()
+
+    def active_command(self) -> VelocityCommand:
+        """The command in force now: zero once it is older than ``stale_command_s``."""
+        if self.t - self._command_t > self.settings.stale_command_s:
+            return VelocityCommand()
+        return self.command
+
+    # ------------------------------------------------------------------ geometry helpers
+    def _measured_feet(self) -> dict[str, Pose2D]:
+        dyn = self.qp.dyn
+        feet = {}
+        for side in SIDES:
+            f = dyn.frames[side]
+            feet[side] = Pose2D(float(f.position[0]), float(f.position[1]), _yaw_of(f.rotation))
+        return feet
+
+    def _support(self, contacts: dict[str, bool]) -> list[tuple[float, float]]:
+        dyn = self.qp.dyn
+        corners: list[list[float]] = []
+        for side in SIDES:
+            if not contacts[side]:
+                continue
+            f = dyn.frames[side]
+            (r00, r01, _), (r10, r11, _), _ = f.rotation.tolist()
+            px, py = float(f.position[0]), float(f.position[1])
+            corners.extend([px + r00 * x + r01 * y, py + r10 * x + r11 * y] for x, y in self._soles[side])
+        return _hull(corners)
+
+    # ------------------------------------------------------------------ planning
+    def _start_walking(self, feet: dict[str, Pose2D], first_side: str | None = None) -> None:
+        cmd = self.active_command()
+        plan = self.planner.plan_velocity(feet, cmd, self.settings.n_steps, first_side)
+        if self._set_plan(plan, self.t):
+            self.mode = WalkMode.WALK
+
+    def _set_plan(self, plan: FootstepPlan, t0: float, measured: bool = False) -> bool:
+        """Follow ``plan`` from ``t0`` (s): the ZMP preview re-solved on it from the measured CoM (starting,
+        ``measured``) or from the last plan's prediction. False when that solve failed (counted): the
+        caller keeps standing, or walks on the last good preview until the next re-solve."""
+        gen = self.generator
+        prev = gen.last
+        predicted = None if prev is None else prev.com_state(self.t)
+        gen.set_plan(plan, t0, self._ground_z)
+        self.plans.append((t0, plan))
+        self._recovering = False
+        self._step_index = -1
+        dyn = self.qp.dyn
+        if predicted is None or self.mode == WalkMode.STAND or measured:
+            c, cd = dyn.com, dyn.com_velocity
+            acc = (0.0, 0.0) if predicted is None or self.mode == WalkMode.STAND else predicted[:, 2]
+            state = np.array([[c[0], cd[0], acc[0]], [c[1], cd[1], acc[1]]])
+            out = gen.replan(self.t, state)
+        else:
+            out = gen.replan(self.t)
+        if not out.ok:
+            self.pattern_failures += 1
+            self.last_pattern_failure = out.status.value
+        return out.ok and gen.last is not None
+
+    def _replan_steps(
+        self, phase_end_feet: dict[str, Pose2D], next_side: str, t0: float, measured: bool = False
+    ) -> None:
+        """At a touchdown: plan the steps after it with the latest command, from ``t0`` (s)."""
+        cmd = self.active_command()
+        sp = self.planner.spec
+        if cmd.is_zero():
+            plan = self.planner.plan_stop(phase_end_feet, next_side)
+        else:
+            plan = self.planner.plan_velocity(
+                phase_end_feet, cmd, self.settings.n_steps, next_side, anchor=other_side(next_side)
+            )
+        plan = replace(plan, start_double_support=sp.double_support)
+        self._set_plan(plan, t0, measured)
+
+    # ------------------------------------------------------------------ per tick
+    def step(self, q: np.ndarray, v: np.ndarray) -> JointCommand:
+        """One tick from the pinocchio state ``q`` (nq,), ``v`` (nv,)."""
+        qp, s = self.qp, self.settings
+        t0 = time.perf_counter()
+        qp.update_dynamics(q, v)
+        dynamics_s = time.perf_counter() - t0
+        dyn = qp.dyn
+        if self.mode == WalkMode.STAND:  # both feet down: the ground's height under them
+            self._ground_z = float(np.mean([dyn.frames[side].position[2] for side in SIDES]))
+        c, cd = dyn.com, dyn.com_velocity
+        height = max(float(c[2]) - self._ground_z, 0.05)
+        omega = math.sqrt(dyn.gravity / height)
+        xi = c[:2] + cd[:2] / omega
+        if self.mode == WalkMode.STAND:
+            if not self.active_command().is_zero():
+                self._start_walking(self._measured_feet())
+            elif s.recovery_steps:
+                self._maybe_recovery_step(xi)
+        ref: WalkingReference | None = None
+        if self.mode == WalkMode.WALK:
+            ref = self._walk_tick(xi, omega)
+        contacts = {side: True for side in SIDES} if ref is None else ref.contacts
+        for side in SIDES:
+            if contacts[side] != self.contacts[side]:
+                qp.set_contact(side, contacts[side])
+        self.contacts = dict(contacts)
+        # ---- CoM: DCM law
+        if ref is None:
+            feet = self._measured_feet()
+            c_r = self._stand_reference()
+            cd_r = np.zeros(3)
+            cdd_r = np.zeros(3)
+            gain = s.stand_dcm_gain
+            yaw = 0.5 * (feet["left"].yaw + feet["right"].yaw)
+            if abs(feet["left"].yaw - feet["right"].yaw) > math.pi:
+                yaw += math.pi
+        else:
+            c_r, cd_r, cdd_r = ref.com, ref.com_velocity, ref.com_acceleration
+            gain = s.dcm_gain
+            yl, yr = ref.feet["left"].yaw, ref.feet["right"].yaw
+            yaw = math.atan2(math.sin(yl) + math.sin(yr), math.cos(yl) + math.cos(yr))
+        xi_r = c_r[:2] + cd_r[:2] / omega
+        p_r = c_r[:2] - cdd_r[:2] / (omega * omega)
+        p = p_r + (1.0 + gain) * (xi - xi_r)
+        pts = self._support(contacts)
+        if len(pts) >= 3:
+            inner = _offset(pts, _edge_lines(pts), -s.cop_margin)
+            px, py = _clamp(float(p[0]), float(p[1]), inner)
+            if ref is None:  # standing: keep the ZMP on the ray from the DCM away from its reference
+                px, py = _ray_clamp(xi, p - xi, inner, (px, py))
+        else:
+            px, py = float(p[0]), float(p[1])
+        w2 = omega * omega
+        acc = np.array(
+            [
+                w2 * (c[0] - px),
+                w2 * (c[1] - py),
+                cdd_r[2] + s.kp_height * (c_r[2] - c[2]) + s.kd_height * (cd_r[2] - cd[2]),
+            ]
+        )
+        qp.com.desired_acceleration[:] = acc
+        qp.angular_momentum.reference_rate[:] = 0.0
+        rz = _rz(yaw)
+        qp.base_orientation.reference[:] = rz
+        if qp.torso_orientation is not None:
+            qp.torso_orientation.reference[:] = rz
+        # ---- swing foot
+        if ref is not None:
+            for side in SIDES:
+                task = qp.feet_tasks[side]
+                if contacts[side]:
+                    continue
+                fs = ref.feet[side]
+                task.reference = pin.SE3(_rz(fs.yaw), np.array(fs.position, dtype=float))
+                task.reference_velocity[:3] = fs.velocity
+                task.reference_velocity[3:] = (0.0, 0.0, fs.yaw_rate)
+                task.reference_acceleration[:3] = fs.acceleration
+                task.reference_acceleration[3:] = (0.0, 0.0, fs.yaw_acceleration)
+        out = qp.solve()
+        self.last_output = out
+        self.qp_tick_s = dynamics_s + out.tick_time_s
+        st = self.status
+        st.t, st.mode, st.com, st.com_ref = self.t, self.mode, c.copy(), np.array(c_r, dtype=float)
+        st.dcm, st.dcm_ref, st.zmp_cmd, st.zmp_ref = xi, xi_r, np.array([px, py]), p_r
+        st.contacts = dict(contacts)
+        st.swing = None if ref is None else ref.swing
+        self._tick += 1
+        self.t = self._tick * self.dt
+        joints_q = q[self.pmodel.joint_q_idx]
+        joints_v = v[self.pmodel.joint_v_idx]
+        qdd = out.qdd[6:][qp.v_idx]
+        tau = out.tau[qp.v_idx]
+        return self.commands.update(out.ok, joints_q, joints_v, qdd, tau)
+
+    def _maybe_recovery_step(self, xi: np.ndarray) -> None:
+        """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step
+        with the foot on its side, placed by the DCM step adjuster (module docstring)."""
+        pts = self._support({side: True for side in SIDES})
+        poly = np.array(pts)
+        outside = distance_outside(xi, poly)
+        if outside < self.settings.recovery_threshold:
+            return
+        feet = self._measured_feet()
+        sp = self.planner.spec
+        transfer = self.settings.recovery_transfer
+        # either foot may step: the capture step that keeps the DCM best (captured, off the limits, nearest
+        # the offset asked for) wins
+        best: tuple[tuple[bool, bool, float], str, StepAdjustment] | None = None
+        for side in SIDES:
+            stance = Footstep(other_side(side), feet[other_side(side)])
+            cand = self.adjuster.adjust(
+                stance,
+                Footstep(side, feet[side]),
+                xi,
+                transfer + sp.single_support,
+                stance_zmp=self._zmp_toward(stance, xi),
+                offset=self.settings.recovery_offset * (stance.pose.position - feet[side].position),
+            )
+            if not cand.status.ok:
+                continue
+            want = 0.5 * (stance.pose.position - cand.step.pose.position)
+            score = (not cand.captured, cand.limited, float(np.hypot(*(cand.dcm_offset - want))))
+            if best is None or score < best[0]:
+                best = (score, side, cand)
+        if best is None:
+            return
+        _, side, adj = best
+        swing = min(max(adj.touchdown_in - transfer, self.settings.recovery_min_swing), sp.single_support)
+        plan = FootstepPlan(feet, [adj.step], swing, sp.double_support, transfer, projected=[adj.limited])
+        if self._set_plan(plan, self.t):
+            self.recoveries.append((self.t, side, adj))
+            self._recovering = True
+            self.mode = WalkMode.WALK
+
+    def _zmp_toward(self, stance: Footstep, xi: np.ndarray) -> np.ndarray:
+        """Where the DCM law puts the ZMP in single support on ``stance``: the point of its sole polygon
+        (shrunk by ``cop_margin``) nearest the DCM ``xi`` (odom frame, m)."""
+        poly = stance.pose.apply(self.planner.soles[stance.side]).tolist()
+        inner = _offset(poly, _edge_lines(poly), -self.settings.cop_margin)
+        return np.array(_clamp(float(xi[0]), float(xi[1]), inner))
+
+    def _stand_reference(self) -> np.ndarray:
+        """CoM to stand over: the middle of the feet's sole centroids at the LIPM height."""
+        feet = self._measured_feet()
+        sched = self.generator.schedule
+        if sched is not None:
+            mid = 0.5 * (sched.centroid("left", feet["left"]) + sched.centroid("right", feet["right"]))
+        else:
+            mid = 0.5 * (feet["left"].position + feet["right"].position)
+        return np.array([mid[0], mid[1], self._ground_z + self.generator.lipm.height])
+
+    def _walk_tick(self, xi: np.ndarray, omega: float) -> WalkingReference | None:
+        gen = self.generator
+        sched = gen.schedule
+        assert sched is not None
+        t = self.t
+        i = sched.phase_index(t)
+        if i >= len(sched.phases):
+            # the plan ended: stand, or walk on if a command came
+            feet = dict(sched.final_feet)
+            if self.active_command().is_zero():
+                self.mode = WalkMode.STAND
+                return None
+            self._start_walking(feet)
+            sched = gen.schedule
+            assert sched is not None
+            i = sched.phase_index(t)
+        phase = sched.phases[i]
+        # at the first tick of a double support after a touchdown: re-plan the following steps
+        if phase.swing is None and phase.step_index >= 0 and phase.step_index > self._step_index:
+            self._step_index = phase.step_index
+            self._record_touchdown(phase)
+            self._swing_offset[:] = 0.0
+            if phase.step_index + 1 < len(sched.plan.steps) or not self.active_command().is_zero():
+                feet = self._measured_feet()
+                next_side = other_side(sched.plan.steps[phase.step_index].side)
+                self._replan_steps(feet, next_side, phase.t_start, measured=True)
+                sched = gen.schedule
+                assert sched is not None
+                phase = sched.phases[sched.phase_index(t)]
+        elif self._tick % self._replan_every == 0 and not gen.replan(t).ok:
+            self.pattern_failures += 1
+        ref = gen.reference(t)
+        if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
+            ref = self._adjust_swing(ref, phase, xi, omega)
+        return ref
+
+    def _adjust_swing(self, ref: WalkingReference, phase, xi: np.ndarray, omega: float) -> WalkingReference:  # type: ignore[no-untyped-def]
+        """Move the swing foot's touchdown by the DCM error predicted at touchdown (module docstring)."""
+        traj = phase.swing_trajectory
+        side = phase.swing
+        s_now = traj.phase(self.t)
+        if self._recovering and s_now < self.settings.adjust_window[1]:
+            stance = other_side(side)
+            remaining = max(traj.t0 + traj.duration - self.t, 0.0)
+            stance_foot = Footstep(stance, phase.feet[stance])
+            adj = self.swing_adjuster.adjust(
+                stance_foot,
+                Footstep(side, traj.end),
+                xi,
+                remaining,
+                stance_zmp=self._zmp_toward(stance_foot, xi),
+                offset=self.settings.recovery_offset * (stance_foot.pose.position - traj.end.position),
+            )
+            if adj.status.ok:
+                self._swing_offset[:] = (adj.step.pose.x - traj.end.x, adj.step.pose.y - traj.end.y)
+        elif s_now < self.settings.adjust_window[1]:
+            err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
+            err = err * np.array(self.settings.adjust_gain)
+            size = float(np.hypot(*err))
+            tol = self.settings.capture_tolerance
+            # dead band: errors the ankle strategy absorbs at the next stance do not move the foot
+            err = err * (max(size - tol, 0.0) / size) if size > 1e-9 else err * 0.0
+            if s_now < self.settings.adjust_window[0]:
+                err = err * 0.0
+            target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
+            stance = other_side(side)
+            step, _ = self.planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
+            new = np.array([step.pose.x - traj.end.x, step.pose.y - traj.end.y])
+            if float(np.hypot(*(new - self._swing_offset))) > 1e-3:
+                self._swing_offset[:] = new
+                self.status.adjusted_steps += 1
+        off = self._swing_offset
+        if not off.any():
+            return ref
+        b, db, ddb = _blend(s_now)
+        fs = ref.feet[side]
+        d = np.array([off[0], off[1], 0.0])
+        inv = 1.0 / traj.duration
+        moved = replace(
+            fs,
+            position=fs.position + b * d,
+            velocity=fs.velocity + db * inv * d,
+            acceleration=fs.acceleration + ddb * inv * inv * d,
+        )
+        feet = dict(ref.feet)
+        feet[side] = moved
+        return replace(ref, feet=feet)
+
+    def _record_touchdown(self, phase) -> None:  # type: ignore[no-untyped-def]
+        plan = self.generator.schedule.plan if self.generator.schedule else None
+        if plan is None:
+            return
+        side = plan.steps[phase.step_index].side
+        f = self.qp.dyn.frames[side]
+        self.touchdowns.append((self.t, side, np.array([f.position[0], f.position[1], _yaw_of(f.rotation)])))
+
+
+__all__ = ["Footstep", "WalkMode", "WalkingController", "WalkingSettings", "WalkingStatus"]

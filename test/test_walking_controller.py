@@ -1,0 +1,52 @@
+"""The walking controller in closed loop on MuJoCo (ground-truth state, no ROS): it walks at the commanded
+speed, stops when the command stops, and refuses non-finite commands."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.walking.controller import WalkingController, WalkMode
+from humanoid_control.walking.sim_loop import run_walking
+
+
+@pytest.fixture(scope="module")
+def config():  # type: ignore[no-untyped-def]
+    return load_robot_config("g1")
+
+
+def test_walks_at_the_commanded_speed_then_stops_and_stands(config) -> None:  # type: ignore[no-untyped-def]
+    ctl = WalkingController(config)
+
+    def command(t: float) -> tuple[float, float, float]:
+        return (0.3, 0.0, 0.0) if 0.5 <= t < 4.5 else (0.0, 0.0, 0.0)
+
+    log = run_walking(config, 6.5, command, controller=ctl)
+    assert not log.fell, f"fell at t={log.time[-1]:.2f} s"
+    t = np.array(log.time)
+    base = np.array(log.base)
+    # steady walking: 2.0-4.0 s, forward speed from the base displacement (odom frame, heading ~0)
+    i0, i1 = np.searchsorted(t, 2.0), np.searchsorted(t, 4.0)
+    speed = (base[i1, 0] - base[i0, 0]) / (t[i1] - t[i0])
+    assert abs(speed - 0.3) <= 0.05, f"forward speed {speed:.3f} m/s for 0.3"
+    assert all(log.qp_ok), "the whole-body QP failed on some tick"
+    # feet landed where planned (within a few cm: the step adjustment moves them a little)
+    assert len(ctl.touchdowns) >= 7
+    # after the command stops: the last step brings the feet together and the robot stands still
+    assert log.modes[-1] == WalkMode.STAND.value
+    tail = np.searchsorted(t, 6.0)
+    assert np.abs(np.array(log.velocity)[tail:, :2]).max() < 0.05
+    assert base[-1, 2] > base[0, 2] - 0.05
+
+
+def test_non_finite_commands_are_refused_and_the_last_one_kept(config) -> None:  # type: ignore[no-untyped-def]
+    ctl = WalkingController(config)
+    ctl.set_command(0.2, 0.0, 0.0)
+    with pytest.raises(ValueError, match="non-finite"):
+        ctl.set_command(math.nan, 0.0, 0.0)
+    assert ctl.command.vx == 0.2
+    assert ctl.set_command(5.0, 0.0, 0.0) is True  # beyond the limit: clipped and said so
+    assert ctl.command.vx == pytest.approx(config.walking.max_forward)
