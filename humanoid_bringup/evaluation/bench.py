@@ -12,8 +12,8 @@ processes, measured from its own ``/diagnostics``:
 
 ``humanoid-bench driver --hardware unitree_g1`` (or ``can_mit``): the same driver through the protocol's
 emulator (``emulator:=true``, MuJoCo behind it): the realtime run (the emulator stepping physics on wall time
-in its own process, as a robot would; ``--seconds`` of wall time) gives ``rate_hz``, jitter and ``overruns`` at
-500 Hz and the final mode (a lost LowState latches damping); a lockstep run of the driver alone gives
+in its own process, as a robot would; ``--seconds`` of wall time) gives ``rate_hz``, jitter and ``overruns``
+at 500 Hz and the final mode (a lost LowState latches damping); a lockstep run of the driver alone gives
 ``roundtrip_us_median`` / ``_p99``: a LowCmd written -> the LowState answering it read (DDS both ways through
 the SDK's Python channels, one physics period in the emulator); the key ``mujoco`` holds the same two runs on
 MuJoCo, measured in the same call, side by side. (can_mit: no round trip
