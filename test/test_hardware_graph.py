@@ -72,6 +72,7 @@ def test_unitree_g1_through_the_emulator(tmp_path: Path) -> None:
             "emulator": "true",
             "emulator_sport_mode": "true",
             "clock": "lockstep",
+            "ramp_duration_s": "0.5",  # the soft start, shortened: the checks start in hold
             "sim_duration_s": "120",
             "dds_domain": str(100 + os.getpid() % 50),  # not the in-process tests' domains (160-229)
         },

@@ -28,6 +28,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "wait_for_subscribers": 0,
             "start_paused": False,
             "activation_ticks": 50,
+            "ramp_duration_s": 2.0,
             "friction_patch": "none",
             "emulator": False,
             "network_interface": "eth0",
