@@ -11,14 +11,31 @@ STAMP := $(VENV)/.setup-done
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt setup.py package.xml
+$(STAMP): requirements.txt setup.py package.xml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { $(PYTHON) -m pip install --user -q virtualenv && $(PYTHON) -m virtualenv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 	$(PY) -m pip install -q -r requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
 	@# pretrained policies: holosoma-inference's ONNX files only (its runtime dependencies are not needed)
 	$(PY) -m pip install -q --no-deps "holosoma-inference==0.1.3" 2>&1 | grep -v "^WARNING: Location" || true
+	@# Unitree G1 low level (hardware:=unitree_g1): the robot speaks CycloneDDS 0.10.x, which 11.x does not
+	@# interoperate with; cyclonedds==0.10.2 has no cp311 wheel, so it is built (seconds) against Debian's
+	@# cyclonedds-dev 0.10.2, found through CYCLONEDDS_HOME = a folder of links to /usr/include, /usr/bin, /usr/lib/<arch>
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); PKGS=""; \
+		test -f /usr/include/dds/dds.h || PKGS="$$PKGS cyclonedds-dev"; \
+		command -v gcc >/dev/null || PKGS="$$PKGS gcc libc6-dev"; \
+		$(PY) -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+			|| PKGS="$$PKGS python3-dev"; \
+		if [ -n "$$PKGS" ]; then $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$PKGS >/dev/null; fi
+	@ARCH=$$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu); mkdir -p $(VENV)/cyclonedds-home && \
+		ln -sfn /usr/include $(VENV)/cyclonedds-home/include && ln -sfn /usr/bin $(VENV)/cyclonedds-home/bin && \
+		ln -sfn /usr/lib/$$ARCH $(VENV)/cyclonedds-home/lib
+	$(PY) -c "import importlib.metadata as m, sys; sys.exit(m.version('cyclonedds') != '0.10.2')" 2>/dev/null || \
+		CYCLONEDDS_HOME=$(abspath $(VENV))/cyclonedds-home $(PY) -m pip install -q --no-binary cyclonedds "cyclonedds==0.10.2" 2>&1 | grep -v "^WARNING: Location" || true
+	@# the Unitree SDK (unitree-sdk2py-dimos) without its pins: it needs cyclonedds and numpy only at run time (its
+	@# opencv-python pin would clash with opencv-python-headless; cv2 is used only by its camera examples)
+	$(PY) -m pip install -q --no-deps "unitree-sdk2py-dimos==1.0.3" 2>&1 | grep -v "^WARNING: Location" || true
 	$(PY) -m pip install -q --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
-	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control, humanoid_policy; from humanoid_policy.manifest import load_policy; load_policy('holosoma/g1_ppo')" \
+	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control, humanoid_policy, unitree_sdk2py.core.channel, unitree_sdk2py.utils.crc; from humanoid_policy.manifest import load_policy; load_policy('holosoma/g1_ppo')" \
 		|| { echo "setup: the Python environment is incomplete"; exit 1; }
 	@# headless rendering needs an OpenGL library (EGL, else OSMesa)
 	@ldconfig -p | grep -qE "libEGL.so.1|libOSMesa.so" || { \

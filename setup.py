@@ -56,6 +56,7 @@ setup(
             "camera_node = humanoid_perception.camera_node:main",
             "perception_node = humanoid_perception.perception_node:main",
             "autonomy_node = humanoid_perception.autonomy.autonomy_node:main",
+            "g1_emulator = humanoid_control.hardware.g1_emulator:main",
             # command-line tools
             "humanoid-launch = humanoid_bringup.launcher.cli:main",
             "humanoid-bench = humanoid_bringup.evaluation.bench:main",

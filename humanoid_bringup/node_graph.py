@@ -38,7 +38,8 @@ class NodeTopics:
 
     ``~/name`` is private to the node (``<node name>/name``); ``{param}`` is the node parameter of that name
     (its default in ``parameters`` unless the launch file sets it); ``{side}`` is each foot of the robot.
-    Some are created only in some modes (``/clock`` and ``/sim/*`` for simulators, ``/lockstep/ack`` in
+    Some are created only in some modes (``/clock`` and ``/sim/*`` for simulators, ``/joy`` for hardware
+    backends with a remote, ``/lockstep/ack`` in
     lockstep, ``/tf`` where ``tf2_msgs`` is installed, ``/wbc/markers`` when enabled).
     """
 
@@ -61,9 +62,12 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "/sim/push",
             "~/lockstep",
             "~/switch",
+            "/joy",
         ),
         subscribes=("/joint_commands", ACK_TOPIC),
     ),
+    # the emulated G1 (hardware:=unitree_g1 emulator:=true); its robot side is DDS (rt/lowcmd, rt/lowstate)
+    "g1_emulator": NodeTopics(publishes=("~/status",), subscribes=("~/remote",)),
     "robot_description": NodeTopics(publishes=("/robot_description",), subscribes=()),
     "joint_hold_controller": NodeTopics(
         publishes=("/joint_commands", ACK_TOPIC), subscribes=("/joint_states", STATUS_TOPIC)

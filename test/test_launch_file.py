@@ -28,9 +28,13 @@ def test_default_plan_starts_driver_and_description() -> None:
             "wait_for_subscribers": 0,
             "start_paused": False,
             "activation_ticks": 50,
+            "ramp_duration_s": 2.0,
             "friction_patch": "none",
             "scene": "flat",
             "initial_pose": [0.0, 0.0, 0.0],
+            "emulator": False,
+            "network_interface": "eth0",
+            "dds_domain": 0,
             "imu_gyro_noise_std": 0.0,
             "imu_gyro_bias_std": 0.0,
             "imu_gyro_bias_walk": 0.0,
@@ -39,6 +43,26 @@ def test_default_plan_starts_driver_and_description() -> None:
             "imu_accel_bias_walk": 0.0,
         }
         assert plan.processes[1].params == {"robot": "g1"}
+    finally:
+        plan.cleanup()
+
+
+def test_unitree_g1_emulator_plan() -> None:
+    plan = load_launch_description(
+        default_launch_file(), {"hardware": "unitree_g1", "emulator": "true", "dds_domain": "7"}
+    )
+    try:
+        names = [p.name for p in plan.processes]
+        assert names == ["robot_driver", "g1_emulator", "robot_description"]
+        driver, emulator = plan.processes[0], plan.processes[1]
+        assert driver.params["network_interface"] == "lo" and driver.params["emulator"] is True
+        assert emulator.params == {
+            "robot": "g1",
+            "lockstep": True,
+            "network_interface": "lo",
+            "dds_domain": 7,
+            "sport_mode": False,
+        }
     finally:
         plan.cleanup()
 
@@ -151,7 +175,7 @@ def test_wbc_stand_starts_the_estimator_and_the_wbc() -> None:
             "clock:=fast",
             r"invalid value 'fast' for launch argument 'clock' \(allowed values: lockstep, realtime\)",
         ),
-        ("hardware:=gazebo", r"'hardware' \(allowed values: mujoco\)"),
+        ("hardware:=gazebo", r"'hardware' \(allowed values: mujoco, unitree_g1, can_mit\)"),
         ("speed:=2", r"speed"),
     ],
 )

@@ -10,6 +10,15 @@ processes, measured from its own ``/diagnostics``:
   ``lockstep_realtime_factor`` (simulated seconds per wall second), plus the driver alone in lockstep
   (``lockstep_realtime_factor_driver_only``, no controller to wait for).
 
+``humanoid-bench driver --hardware unitree_g1`` (or ``can_mit``): the same driver through the protocol's
+emulator (``emulator:=true``, MuJoCo behind it): the realtime run (the emulator stepping physics on wall time
+in its own process, as a robot would; ``--seconds`` of wall time) gives ``rate_hz``, jitter and ``overruns``
+at 500 Hz and the final mode (a lost LowState latches damping); a lockstep run of the driver alone gives
+``roundtrip_us_median`` / ``_p99``: a LowCmd written -> the LowState answering it read (DDS both ways through
+the SDK's Python channels, one physics period in the emulator); the key ``mujoco`` holds the same two runs on
+MuJoCo, measured in the same call, side by side. (can_mit: no round trip
+key, the actuator emulators run in the driver's process.)
+
 ``humanoid-bench wbc [--states N]``: the whole-body controller in one process (one core): G1, full task set
 (CoM from the DCM balance, angular momentum, base and torso orientation, posture; both feet in contact, 4
 corner forces each with friction pyramids; torque and joint limits), over ``N`` (1000) standing states with
@@ -92,6 +101,99 @@ def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict
     if not diag:
         raise RuntimeError("no /diagnostics received from the driver")
     return diag
+
+
+def _run_graph_for(arguments: dict[str, str], log_dir: Path, wall_s: float) -> dict[str, str]:
+    """Run a graph for ``wall_s`` seconds of wall time after the driver's first diagnostics, then stop it; the
+    driver's last diagnostics (an emulator in realtime may fall behind wall time on a loaded machine, so its
+    simulated time cannot bound the run)."""
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
+
+    probe = GraphProbe(subscribe_description=False, name="bench_probe", reliable_streams=False)
+    log = log_dir / f"launch_{arguments['clock']}_{arguments['controller']}.log"
+    graph = LaunchedGraph(arguments, log).start()
+    try:
+        if not probe.wait_for(lambda d: bool(d.diagnostics), 120.0):
+            raise RuntimeError(f"no /diagnostics from the driver: {graph.log()[-2000:]}")
+        time.sleep(wall_s)
+        if not graph.running():
+            raise RuntimeError(f"benchmark graph stopped early: {graph.log()[-2000:]}")
+        diag = probe.last_diagnostics()
+    finally:
+        close_graph(probe, graph)
+    return diag
+
+
+def bench_driver_hardware(
+    hardware: str, seconds: float, rate: float, lockstep_seconds: float
+) -> dict[str, Any]:
+    """The driver on a hardware backend through its protocol emulator (see module docstring), beside the same
+    figures on MuJoCo (``mujoco`` key)."""
+    import os
+
+    from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
+
+    log_dir = Path(tempfile.mkdtemp(prefix=f"humanoid_bench_{hardware}_"))
+    isolated_ros_env(log_dir)
+
+    def num(d: dict[str, str], key: str) -> float | None:
+        v = d.get(key, "")
+        return float(v) if v not in ("", "None") else None
+
+    def measure(backend: str) -> dict[str, Any]:
+        """Realtime for ``seconds`` of wall time, then the driver alone in lockstep, on one backend."""
+        extra = (
+            {}
+            if backend == "mujoco"
+            else {"hardware": backend, "emulator": "true", "dds_domain": str(100 + os.getpid() % 100)}
+        )
+        sub = log_dir / backend
+        sub.mkdir()
+        rt = _run_graph_for(
+            {"clock": "realtime", "controller": "none", "rate_hz": f"{rate}", **extra}, sub, seconds
+        )
+        alone = _run_graph(
+            {
+                "clock": "lockstep",
+                "controller": "none",
+                "rate_hz": f"{rate}",
+                "sim_duration_s": f"{lockstep_seconds}",
+                **extra,
+            },
+            sub,
+            timeout=lockstep_seconds * 60 + 120,
+        )
+        out: dict[str, Any] = {
+            "hardware": backend,
+            "rate_hz": float(rt["rate_hz"]),
+            "jitter_us_median": float(rt["jitter_us_median"]),
+            "jitter_us_p99": float(rt["jitter_us_p99"]),
+            "jitter_us_max": float(rt["jitter_us_max"]),
+            "overruns": int(rt["overruns"]),
+            "ticks": int(rt["ticks"]),
+            "realtime_mode_final": rt["mode"],
+            "realtime_mode_reason": rt.get("mode_reason", ""),
+            # backend time / wall time: an emulator (or MuJoCo) that falls behind the wall clock shows here
+            "realtime_backend_realtime_factor": num(rt, "realtime_factor"),
+            "lockstep_realtime_factor_driver_only": float(alone["realtime_factor"]),
+        }
+        if backend != "mujoco":
+            out["roundtrip_us_median"] = num(alone, "hw_roundtrip_us_median")
+            out["roundtrip_us_p99"] = num(alone, "hw_roundtrip_us_p99")
+        return out
+
+    result: dict[str, Any] = {
+        "benchmark": "driver",
+        "robot": "g1",
+        "emulator": True,
+        "target_rate_hz": rate,
+        "duration_s": seconds,
+        "lockstep_sim_seconds": lockstep_seconds,
+        **measure(hardware),
+        "mujoco": measure("mujoco"),
+        "logs": str(log_dir),
+    }
+    return result
 
 
 def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[str, Any]:
@@ -757,6 +859,12 @@ def main(argv: list[str] | None = None) -> int:
     drv.add_argument("--seconds", type=float, default=30.0, help="realtime run length (s, default 30)")
     drv.add_argument("--rate", type=float, default=500.0, help="loop rate (Hz, default 500)")
     drv.add_argument("--lockstep-seconds", type=float, default=10.0, help="lockstep simulated time (s)")
+    drv.add_argument(
+        "--hardware",
+        default="mujoco",
+        choices=["mujoco", "unitree_g1", "can_mit"],
+        help="backend; unitree_g1 / can_mit through their emulators, with the mujoco figures beside them",
+    )
     pol = sub.add_parser("policy", help="policy step / inference latency and observation-to-command latency")
     pol.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
     pol.add_argument("--steps", type=int, default=2000, help="in-process policy steps timed")
@@ -808,7 +916,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.benchmark == "wbc":
         result = bench_wbc(args.states, args.seed, args.walking_seconds)
     elif args.benchmark == "driver":
-        result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)
+        if args.hardware == "mujoco":
+            result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)
+        else:
+            result = bench_driver_hardware(args.hardware, args.seconds, args.rate, args.lockstep_seconds)
     else:
         result = bench_policy(args.policy, args.steps, args.seconds)
     print(json.dumps(result))

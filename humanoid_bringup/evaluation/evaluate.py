@@ -210,11 +210,14 @@ def run_locomotion(
     log: Any = print,
     render_to: Path | None = None,
     controller: str = "policy",
+    hardware: str = "mujoco",
 ) -> dict[str, Any]:
     """Run the command script through the ROS graph; the result dictionary (see module docstring).
 
     ``controller``: ``policy`` (the policy runner, ``policy`` names it) or ``mpc_walk`` (the walking
-    controller with the state estimator; ``policy`` is ignored).
+    controller with the state estimator; ``policy`` is ignored). ``hardware``: the driver's backend;
+    ``unitree_g1`` and ``can_mit`` run against their protocol emulators (started by the launch file:
+    ``emulator:=true``), in lockstep with the clock when ``clock`` is lockstep.
     """
     from humanoid_bringup.evaluation.walking_record import WalkingRecorder
     from humanoid_control.model.robot_config import load_robot_config
@@ -238,6 +241,11 @@ def run_locomotion(
     }
     if not walking:
         args["policy"] = policy
+    if hardware != "mujoco":
+        import os
+
+        # the emulator on DDS over lo: a domain of its own per run (the G1 protocol is not ROS's DDS)
+        args.update(hardware=hardware, emulator="true", dds_domain=str(100 + os.getpid() % 100))
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
     if walking:
@@ -340,6 +348,7 @@ def run_locomotion(
         "controller": controller,
         "policy": None if walking else policy,
         "clock": clock,
+        "hardware": hardware,
         "fell": bool(fell),
         "fall_reason": fall_reason,
         "time_survived_s": round(survived, 3),
@@ -357,6 +366,8 @@ def run_locomotion(
         "driver_gain_profile": diag.get("gain_profile", ""),
         "driver_max_command_gap_ticks": int(diag.get("max_command_gap_ticks", "0") or 0),
         "driver_overruns": int(diag.get("overruns", "0") or 0),
+        # hardware backends: their own counters (LowState timeouts, CRC errors, link faults, ...)
+        "hardware_diagnostics": {k[3:]: v for k, v in diag.items() if k.startswith("hw_")},
         "out_dir": str(out_dir),
     }
     name = controller if walking else policy.replace("/", "_")
@@ -432,6 +443,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=["default", "short", "top-speed"],
         help="the command script: default (22 s), short (= --short) or top-speed (a forward ramp 0.3 to "
         "0.8 m/s, 4 s per speed; reports max_forward_mps, the fastest speed held 3 s)",
+    )
+    loco.add_argument(
+        "--hardware",
+        default="mujoco",
+        choices=["mujoco", "unitree_g1", "can_mit"],
+        help="driver backend; unitree_g1 / can_mit run through their protocol emulators (MuJoCo behind them)",
     )
     est = sub.add_parser(
         "estimator",
@@ -599,7 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = "mpc_walk" if walking else args.policy.replace("/", "_")
     suffix = "_top_speed" if args.script == "top-speed" else ""
-    out = Path(args.out) / f"locomotion_{name}_{args.clock}{suffix}"
+    hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
+    out = Path(args.out) / f"locomotion_{name}_{args.clock}{hw}{suffix}"
     result = run_locomotion(
         args.policy,
         controller=args.controller,
@@ -611,6 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         settle_s=args.settle,
         robot=args.robot,
         log=lambda m: print(m, file=sys.stderr),
+        hardware=args.hardware,
     )
     print(json.dumps(result), flush=True)
     return 0 if not result["fell"] else 1

@@ -9,7 +9,8 @@ Modes (``DriverMode``):
 - ``ramp``: boot (or reset) - interpolate q* from the pose at the start of the ramp to the default standing
   pose over ``ramp_duration`` seconds with the ``stand`` gains; then ``hold``. Commands are ignored.
 - ``hold``: q* = default pose, ``stand`` gains. A valid command switches to ``active`` (after
-  ``activation_ticks`` consecutive ticks with valid commands, if set: a handshake).
+  ``activation_ticks`` consecutive ticks with valid commands, if set: a handshake), unless
+  ``activation_block`` holds a reason (a hardware backend's motors do not follow): then it is refused with it.
 - ``active``: q*, dq*, tau_ff from the latest command (clamped to the limits) with the command gain profile.
   A command older than ``watchdog_ticks`` ticks puts the driver in ``damping``.
 - ``damping``: kp = 0, tau_ff = 0, dq* = 0, kd of the profile in use kept: tau = -kd dq. Latched (e-stop,
@@ -240,6 +241,9 @@ class DriverCore:
         self._blend_ticks = 0
         self._blend_k = 0
         self._open_switch: SwitchRecord | None = None
+        #: set by the node from the backend (e.g. motors that do not follow): while set, commands in ``hold``
+        #: are refused with this reason (no controller takes the robot)
+        self.activation_block: str = ""
 
     # ----------------------------------------------------------------- inputs
     def set_command_profile(self, name: str) -> None:
@@ -264,6 +268,9 @@ class DriverCore:
         """
         if self.mode in (DriverMode.RAMP, DriverMode.DAMPING):
             self.counters.commands_ignored += 1
+            return False
+        if self.mode == DriverMode.HOLD and self.activation_block:
+            self.refuse(f"not going active: {self.activation_block}")
             return False
         if self.mode == DriverMode.HOLD and self.settings.activation_ticks > 1:
             if self.tick != self._streak_tick:  # count ticks; a gap of more than 5 ticks restarts the count

@@ -53,7 +53,7 @@ class LoopStats:
         jitter = self._jitter[:n] if n else np.zeros(1)
         wall = self._t_last - (self._t_first or self._t_last)
         rate = (self._n - 1) / wall if wall > 0 else 0.0
-        sim = self._sim_last - (self._sim_first or self._sim_last)
+        sim = self._sim_last - (self._sim_first if self._sim_first is not None else self._sim_last)
         return {
             "rate_hz": rate,
             "jitter_us_median": float(np.median(jitter)),

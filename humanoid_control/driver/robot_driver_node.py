@@ -50,7 +50,7 @@ from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, Joy
 from std_msgs.msg import Header, String
 from std_srvs.srv import SetBool, Trigger
 
@@ -66,7 +66,7 @@ from humanoid_control.driver.loop_stats import LoopStats
 from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
-from humanoid_control.hardware.registry import BACKENDS, create_backend
+from humanoid_control.hardware.registry import BACKENDS, HARDWARE_BACKENDS, create_backend
 from humanoid_control.model.robot_config import ConfigError, load_robot_config
 from humanoid_control.model.robot_model import FrictionPatch
 from humanoid_control.ros.lockstep import ACK_TOPIC, PeerTable, ack_qos, tick_stream_qos
@@ -259,9 +259,48 @@ class RobotDriverNode(QuietNode):
             if self.hardware != "mujoco":
                 raise ValueError("parameter initial_pose: only a simulator can place the robot")
             extra["initial_pose"] = tuple(float(v) for v in pose)
-        self.backend: RobotBackend = create_backend(
-            self.hardware, config=self.config, imu_noise=noise, **extra
+        iface = declare(
+            self,
+            "network_interface",
+            "eth0",
+            "hardware backends: network interface of the robot's DDS (lo for the emulator)",
+            read_only=True,
         )
+        domain = declare(
+            self,
+            "dds_domain",
+            0,
+            "hardware backends: DDS domain of the robot's protocol",
+            0,
+            232,
+            read_only=True,
+        )
+        emulator = declare(
+            self,
+            "emulator",
+            False,
+            "hardware backends: the robot is its emulator (MuJoCo behind the protocol): take its simulated "
+            "clock and truth; lockstep possible",
+            read_only=True,
+        )
+        if self.hardware in HARDWARE_BACKENDS:
+            extra.update(
+                network_interface=iface,
+                dds_domain=domain,
+                emulator=emulator,
+                lockstep=self.clock_mode == "lockstep",
+            )
+            if self.clock_mode == "lockstep" and not emulator:
+                raise ValueError(
+                    f"parameter clock: lockstep needs a simulator; hardware '{self.hardware}' runs "
+                    "clock:=realtime (or emulator:=true)"
+                )
+        try:
+            self.backend: RobotBackend = create_backend(
+                self.hardware, config=self.config, imu_noise=noise, **extra
+            )
+        except (ConnectionError, ImportError) as exc:  # no robot / emulator answering, SDK not installed
+            raise ValueError(f"hardware {self.hardware}: {exc}") from None
         self.period = 1.0 / rate
         if self.backend.simulated:
             steps = self.period / self.config.simulation.timestep
@@ -350,9 +389,12 @@ class RobotDriverNode(QuietNode):
                 side: self.create_publisher(WrenchStamped, f"/sim/contacts/{side}", stream)
                 for side in self.config.feet
             }
-            self.pub_push = self.create_publisher(WrenchStamped, "/sim/push", reliable)
-            self.create_service(Trigger, "~/push", self._on_push)
-            self.create_service(Trigger, "~/respawn", self._on_respawn)
+            if hasattr(self.backend, "push"):  # the simulator itself (not an emulator behind a protocol)
+                self.pub_push = self.create_publisher(WrenchStamped, "/sim/push", reliable)
+                self.create_service(Trigger, "~/push", self._on_push)
+                self.create_service(Trigger, "~/respawn", self._on_respawn)
+        # the robot's own remote (hardware backends) as a joystick, joy_node's Xbox layout (modes/joy_mapping)
+        self.pub_joy = self.create_publisher(Joy, "/joy", 10) if hasattr(self.backend, "remote") else None
         # realtime: commands are a latest-wins stream. A reliable reader holds every later sample back until a
         # lost one is repaired (head-of-line blocking; stalls of 40-340 ms measured under CPU load, tripping
         # the watchdog), so realtime reads them best-effort. Lockstep keeps them reliable: each tick waits for
@@ -586,6 +628,9 @@ class RobotDriverNode(QuietNode):
                 self.get_logger().warning(f"reset {resp.message}")
                 return resp
         with self.lock:
+            reset_link = getattr(self.backend, "reset_link", None)
+            if reset_link is not None:
+                reset_link()  # re-arm the hardware link supervision (a fault still present trips again)
             self.core.reset(None if state is None else state.q)
             self.latest_command_stamp = -math.inf
         self.get_logger().info("reset: ramping to the default pose, then hold")
@@ -646,6 +691,7 @@ class RobotDriverNode(QuietNode):
                     self._respawn()
             state = self.backend.read()
             self.backend_state = state
+            self._check_backend()
             self._publish_state(state)
             with self.command_arrived:
                 # realtime: give a streaming controller a short, deadline-bounded chance to answer this tick.
@@ -733,6 +779,29 @@ class RobotDriverNode(QuietNode):
                     self.stats.overruns += 1
                     if done > next_deadline + self.period:  # far behind: skip missed ticks, don't burst
                         next_deadline = done
+
+    _joy_tick = 0
+
+    def _check_backend(self) -> None:
+        """Loop thread: a hardware backend's link fault latches damping; motors that do not follow block
+        activation; the robot's remote goes out on /joy (every 10 ticks)."""
+        fault = getattr(self.backend, "link_fault", None)
+        blocker = getattr(self.backend, "activation_blocker", None) or ""
+        with self.lock:
+            if fault and self.core.mode != DriverMode.DAMPING:
+                self.core.fault(fault)
+            if blocker != self.core.activation_block:
+                self.core.activation_block = blocker
+                if blocker:
+                    self.get_logger().error(f"refusing to go active: {blocker}")
+                else:
+                    self.get_logger().info("the motors follow the commands again: activation allowed")
+        if self.pub_joy is not None:
+            self._joy_tick += 1
+            if self._joy_tick % 10 == 0:
+                remote = self.backend.remote()  # type: ignore[attr-defined]
+                if remote is not None:
+                    self.pub_joy.publish(_remote_to_joy(remote, self.backend_time()))
 
     def _finished_switches(self, stamp: float) -> list[Any]:
         """Loop thread, lock held: stamp a switch made this tick; the switches whose blend ended."""
@@ -865,11 +934,19 @@ class RobotDriverNode(QuietNode):
                 "realtime_commands_late": self.realtime_commands_late,
             }
         values.update(self.stats.summary())
+        backend_diag = getattr(self.backend, "diagnostics", None)
+        if backend_diag is not None:
+            values.update({f"hw_{k}": v for k, v in backend_diag().items()})
         status = DiagnosticStatus(
             name="robot_driver: loop", hardware_id=f"{self.config.name}/{self.hardware}"
         )
         if core.mode == DriverMode.DAMPING:
             status.level, status.message = DiagnosticStatus.ERROR, f"damping: {core.mode_reason}"
+        elif core.activation_block:
+            status.level, status.message = (
+                DiagnosticStatus.WARN,
+                f"{core.mode.value}; {core.activation_block}",
+            )
         elif self.stats.overruns > 0 and self.clock_mode == "realtime":
             status.level, status.message = (
                 DiagnosticStatus.WARN,
@@ -888,6 +965,39 @@ class RobotDriverNode(QuietNode):
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=2.0)
         self.backend.close()
+
+
+#: /joy layout of the robot's remote (joy_node's Xbox layout, which modes/joy_mapping.py expects): button
+#: index -> remote button; axes 0 left stick left+, 1 left stick up+, 2 unused, 3 right stick left+,
+#: 4 right stick up+
+JOY_BUTTONS = (
+    "A",
+    "B",
+    "X",
+    "Y",
+    "L1",
+    "R1",
+    "select",
+    "start",
+    "L2",
+    "R2",
+    "up",
+    "down",
+    "left",
+    "right",
+    "F1",
+    "F2",
+)
+
+
+def _remote_to_joy(remote: Any, stamp: float) -> Joy:
+    """sensor_msgs/Joy of the robot's remote (``JOY_BUTTONS`` order; sticks with joy_node's signs)."""
+    msg = Joy()
+    msg.header.stamp = to_time_msg(stamp)
+    msg.header.frame_id = "wireless_remote"
+    msg.axes = [float(-remote.lx), float(remote.ly), 0.0, float(-remote.rx), float(remote.ry)]
+    msg.buttons = [int(remote.buttons.get(name, False)) for name in JOY_BUTTONS]
+    return msg
 
 
 def _fmt(value: Any) -> str:

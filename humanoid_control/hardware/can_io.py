@@ -81,7 +81,11 @@ class MitHostBus:
         deadline = time.monotonic() + timeout
         while len(replies) < want:
             left = deadline - time.monotonic()
-            message = self.bus.recv(timeout=max(left, 0.0))
+            try:
+                message = self.bus.recv(timeout=max(left, 0.0))
+            except can.CanError as exc:  # the interface is down: the caller's watchdog acts on it
+                self.errors.append(f"receive failed: {exc}")
+                break
             if message is None:
                 break
             data = bytes(message.data)
