@@ -75,7 +75,9 @@ def test_imu_noise_is_seeded_and_off_by_default() -> None:
 
 
 def test_unknown_backend_names_allowed_values() -> None:
-    with pytest.raises(ValueError, match="unknown hardware 'gazebo' \\(allowed: can_mit, mujoco, unitree_g1\\)"):
+    with pytest.raises(
+        ValueError, match="unknown hardware 'gazebo' \\(allowed: can_mit, mujoco, unitree_g1\\)"
+    ):
         create_backend("gazebo", config=CONFIG)
 
 
