@@ -351,7 +351,7 @@ class WalkingController:
         # ---- CoM: DCM law
         if ref is None:
             feet = self._measured_feet()
-            c_r = self._stand_reference()
+            c_r = self._stand_reference(feet)
             cd_r = np.zeros(3)
             cdd_r = np.zeros(3)
             gain = s.stand_dcm_gain
@@ -463,9 +463,10 @@ class WalkingController:
         inner = _offset(poly, _edge_lines(poly), -self.settings.cop_margin)
         return np.array(_clamp(float(xi[0]), float(xi[1]), inner))
 
-    def _stand_reference(self) -> np.ndarray:
-        """CoM to stand over: the middle of the feet's sole centroids at the LIPM height."""
-        feet = self._measured_feet()
+    def _stand_reference(self, feet: dict[str, Pose2D] | None = None) -> np.ndarray:
+        """CoM to stand over: the middle of the feet's sole centroids (``feet``: the measured ones when
+        None) at the LIPM height."""
+        feet = feet or self._measured_feet()
         sched = self.generator.schedule
         if sched is not None:
             mid = 0.5 * (sched.centroid("left", feet["left"]) + sched.centroid("right", feet["right"]))
@@ -574,4 +575,4 @@ class WalkingController:
         self.touchdowns.append((self.t, side, np.array([f.position[0], f.position[1], _yaw_of(f.rotation)])))
 
 
-__all__ = ["Footstep", "WalkMode", "WalkingController", "WalkingSettings", "WalkingStatus"]
+__all__ = ["WalkMode", "WalkingController", "WalkingSettings", "WalkingStatus"]

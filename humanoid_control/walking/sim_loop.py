@@ -12,11 +12,9 @@ from humanoid_control.hardware.mujoco_sim import MujocoBackend
 from humanoid_control.hardware.push import PushLimits, validate_push
 from humanoid_control.hardware.types import LowLevelCommand
 from humanoid_control.model.robot_config import RobotConfig
-from humanoid_control.model.robot_model import quat_wxyz_to_xyzw
 from humanoid_control.walking.controller import WalkingController
 from humanoid_control.wbc.command import CommandMode
-from humanoid_control.wbc.dynamics import pinocchio_state
-from humanoid_control.wbc.sim_loop import Push
+from humanoid_control.wbc.sim_loop import Push, ground_truth_state
 
 
 @dataclass
@@ -58,17 +56,8 @@ def run_walking(
     limits = PushLimits(timestep=config.simulation.timestep)
     for k in range(round(seconds / dt)):
         t = k * dt
-        s = backend.read()
         gt = backend.ground_truth()
-        q, v = pinocchio_state(
-            ctl.pmodel,
-            gt.position,
-            quat_wxyz_to_xyzw(gt.quat),
-            gt.linear_velocity_body,
-            gt.angular_velocity_body,
-            s.q,
-            s.dq,
-        )
+        q, v = ground_truth_state(backend, ctl.pmodel, gt)
         ctl.set_command(*command(t))
         cmd = ctl.step(q, v)
         backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))

@@ -13,9 +13,9 @@ import numpy as np
 
 from humanoid_control.hardware.mujoco_sim import MujocoBackend
 from humanoid_control.hardware.push import PushLimits, validate_push
-from humanoid_control.hardware.types import LowLevelCommand
+from humanoid_control.hardware.types import GroundTruth, LowLevelCommand
 from humanoid_control.model.robot_config import RobotConfig
-from humanoid_control.model.robot_model import quat_wxyz_to_xyzw
+from humanoid_control.model.robot_model import PinocchioRobotModel, quat_wxyz_to_xyzw
 from humanoid_control.wbc.command import CommandMode
 from humanoid_control.wbc.controller import StandingController
 from humanoid_control.wbc.dynamics import pinocchio_state
@@ -43,6 +43,25 @@ class LoopLog:
     fell: bool = False
 
 
+def ground_truth_state(
+    backend: MujocoBackend, pmodel: PinocchioRobotModel, gt: GroundTruth | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pinocchio state ``(q, v)`` of the simulated robot from the simulator's ground truth (base pose
+    in the world frame, base twist in the base frame) and its joint state: the in-process loops' estimator.
+    ``gt``: this tick's ground truth when the caller read it already."""
+    s = backend.read()
+    gt = gt or backend.ground_truth()
+    return pinocchio_state(
+        pmodel,
+        gt.position,
+        quat_wxyz_to_xyzw(gt.quat),
+        gt.linear_velocity_body,
+        gt.angular_velocity_body,
+        s.q,
+        s.dq,
+    )
+
+
 def run_standing(
     config: RobotConfig,
     seconds: float,
@@ -64,17 +83,7 @@ def run_standing(
     limits = PushLimits(timestep=config.simulation.timestep)
     for k in range(round(seconds * rate_hz)):
         t = k * dt
-        s = backend.read()
-        gt = backend.ground_truth()
-        q, v = pinocchio_state(
-            ctl.pmodel,
-            gt.position,
-            quat_wxyz_to_xyzw(gt.quat),
-            gt.linear_velocity_body,
-            gt.angular_velocity_body,
-            s.q,
-            s.dq,
-        )
+        q, v = ground_truth_state(backend, ctl.pmodel)
         cmd = ctl.step(q, v)
         backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))
         if push is not None and k == round(push.start * rate_hz):
