@@ -87,11 +87,43 @@ def test_finds_a_marker_60_deg_off_and_stops_at_the_standoff_pose(side: float) -
 
 
 def test_no_marker_fails_after_a_full_turn_with_zero_command() -> None:
-    task = ApproachTask()
+    task = ApproachTask(ApproachSettings(search_radius_m=0.0))  # the scan alone
     path = run(task, Pose2D(0.0, 0.0, 0.0), None)
     assert task.phase == Phase.FAILED and "full turn" in task.reason
     turned = abs(path[-1].yaw - path[0].yaw)
     assert 2 * math.pi < turned < 2 * math.pi + 1.0
+    assert max(math.hypot(p.x, p.y) for p in path) < 1e-9  # turned in place
+    assert task.step(1000.0, path[-1], []).is_zero
+
+
+@pytest.mark.parametrize("side", [1.0, -1.0])
+@pytest.mark.parametrize("front_deg", [-25.0, 0.0, 25.0])
+def test_walking_search_finds_a_marker_3_m_away_beyond_camera_range(side: float, front_deg: float) -> None:
+    # 3 m away, 60 deg off the heading: beyond the 2.4 m the sighting model (the head camera) sees, so the
+    # scan cannot find it; the walk out and around the start does, whichever side it is on
+    bearing = side * math.radians(60)
+    front = bearing + math.pi + math.radians(front_deg)
+    m = floor_marker(3.0 * math.cos(bearing), 3.0 * math.sin(bearing), front)
+    task = ApproachTask()
+    stages: list[str] = []
+    path = run(task, Pose2D(0.0, 0.0, 0.0), m, hook=lambda t, p: stages.append(task.search_stage.value) or {})
+    assert task.phase == Phase.REACHED, task.outcome()
+    assert stages[0] == "scan" and "walkout" in stages and task.outcome()["search_stage"] == "orbit"
+    goal = standoff_pose(m[0], m[1], 0.5)
+    assert math.hypot(path[-1].x - goal.x, path[-1].y - goal.y) < 0.12
+    assert abs(wrap(path[-1].yaw - goal.yaw)) < math.radians(8)
+
+
+def test_walking_search_without_a_marker_walks_once_around_and_fails() -> None:
+    task = ApproachTask()
+    path = run(task, Pose2D(0.0, 0.0, 0.0), None)
+    assert task.phase == Phase.FAILED and "walk around at 2.0 m" in task.reason
+    radii = [math.hypot(p.x, p.y) for p in path]
+    assert max(radii) < 2.4  # it stays near the search circle
+    # it went once around the start point: every 30 deg sector of polar angle visited at about 2 m
+    far = [p for p in path if math.hypot(p.x, p.y) > 1.6]
+    sectors = {int((math.degrees(math.atan2(p.y, p.x)) + 180) // 30) for p in far}
+    assert sectors == set(range(12))
     assert task.step(1000.0, path[-1], []).is_zero
 
 

@@ -494,9 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     auto.add_argument(
         "--distance",
         type=float,
-        default=2.0,
-        help="start distance to the marker (m); the head camera sees the floor up to about 2.3 m ahead "
-        "(docs/autonomy.md)",
+        default=3.0,
+        help="start distance to the marker (m); the head camera sees the floor up to about 2.3 m ahead, "
+        "so from 3 m the task's search walks (docs/autonomy.md)",
     )
     auto.add_argument(
         "--off-deg", type=float, default=60.0, help="marker bearing off the start heading (deg)"

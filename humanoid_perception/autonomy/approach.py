@@ -11,11 +11,16 @@ of its outward normal (marker ``+z``) for a marker on a vertical face, or of its
 lying on the floor (the side from which it reads upright; OpenCV's marker frame has x right, y up, z out of
 the tag); the robot stands there facing the marker.
 
-States (:class:`Phase`): ``idle`` -> ``search`` (turn in place at ``search_wz``) -> ``approach`` (turn
-towards the goal, then walk to it) -> ``align`` (the last centimetres and the heading, holonomic) ->
-``reached`` (zero velocity). Terminal failures: ``aborted`` (marker lost while it should be in view, a
-perception error, autonomy switched off or a teleop takeover, ``stop()``) and ``failed`` (nothing found
-after a full turn, or the task timed out). Every terminal state commands zero velocity.
+States (:class:`Phase`): ``idle`` -> ``search`` -> ``approach`` (turn towards the goal, then walk to it) ->
+``align`` (the last centimetres and the heading, holonomic) -> ``reached`` (zero velocity). The search has
+three stages (:class:`SearchStage`): ``scan`` (a full turn in place at ``search_wz``: the camera sweeps the
+floor around the robot out to its range, about 2.2 m for the G1's head camera), then, when
+``search_radius_m`` > 0, ``walkout`` (walk ``search_radius_m`` straight ahead from where the scan started)
+and ``orbit`` (walk forward once around that start point at ``search_radius_m``, turning the way the scan
+turned; the camera, looking along the path, sweeps the ring out to about radius + its range). Any confirmed
+sighting ends the search. Terminal failures: ``aborted`` (marker lost while it should be in view, a
+perception error, autonomy switched off or a teleop takeover, ``stop()``) and ``failed`` (nothing found by
+the whole search, or the task timed out). Every terminal state commands zero velocity.
 """
 
 from __future__ import annotations
@@ -26,6 +31,14 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+
+
+class SearchStage(str, Enum):
+    """Stage of the ``search`` phase (module docstring)."""
+
+    SCAN = "scan"
+    WALKOUT = "walkout"
+    ORBIT = "orbit"
 
 
 class Phase(str, Enum):
@@ -52,7 +65,10 @@ class ApproachSettings:
         standoff_m: distance of the standoff pose from the marker centre (m).
         confirm_frames: consecutive frames with the marker before the search ends (false-positive guard).
         search_wz: turn rate of the search (rad/s; the sign picks the direction).
-        search_turn_rad: the search fails after turning this much without a confirmed sighting.
+        search_turn_rad: the scan (turn in place) ends after turning this much without a confirmed sighting.
+        search_radius_m: radius of the walking search after the scan (m); 0: the search fails after the scan.
+        search_vx: forward speed of the walking search (m/s).
+        search_orbit_rad: the walking search fails after going this far around its centre (rad).
         vx_max, vy_max, wz_max: command limits (m/s, m/s, rad/s).
         k_lin, k_lat, k_turn: proportional gains (1/s) on the distance, the lateral error and the angle.
         turn_first_rad: while the goal's bearing is off by more than this, turn in place before walking.
@@ -71,6 +87,9 @@ class ApproachSettings:
     confirm_frames: int = 2
     search_wz: float = 0.5
     search_turn_rad: float = 2.0 * math.pi + 0.5
+    search_radius_m: float = 2.0
+    search_vx: float = 0.4
+    search_orbit_rad: float = 2.0 * math.pi + 0.3
     vx_max: float = 0.4
     vy_max: float = 0.2
     wz_max: float = 0.6
@@ -97,6 +116,8 @@ class ApproachSettings:
         positive = (
             "standoff_m",
             "search_turn_rad",
+            "search_vx",
+            "search_orbit_rad",
             "vx_max",
             "vy_max",
             "wz_max",
@@ -115,6 +136,8 @@ class ApproachSettings:
         for name in positive:
             if getattr(self, name) <= 0.0:
                 raise ValueError(f"approach settings: {name} must be > 0, got {getattr(self, name)}")
+        if self.search_radius_m < 0.0:
+            raise ValueError(f"approach settings: search_radius_m must be >= 0, got {self.search_radius_m}")
         if self.search_wz == 0.0:
             raise ValueError("approach settings: search_wz must not be 0")
         if not 0.0 < self.smoothing <= 1.0:
@@ -217,6 +240,11 @@ class ApproachTask:
         self._last_yaw: float | None = None
         self._inside_since: float | None = None
         self._goal_vec: np.ndarray | None = None  # smoothed (gx, gy, cos, sin)
+        self.search_stage = SearchStage.SCAN
+        self._search_centre: Pose2D | None = None  # the pose where the scan started
+        self._walkout_target: tuple[float, float] | None = None
+        self._orbit_angle: float | None = None  # polar angle about the centre at the last step (rad)
+        self._orbited = 0.0  # signed progress around the centre, in the scan's turn direction (rad)
 
     # ------------------------------------------------------------------ control
     def start(self, t: float) -> None:
@@ -279,14 +307,60 @@ class ApproachTask:
         if self.phase == Phase.SEARCH:
             if self.goal is not None and self._streak >= self.s.confirm_frames:
                 self.phase = Phase.APPROACH
-            elif self._turned > self.s.search_turn_rad:
-                return self._end(t, Phase.FAILED, "no marker found after a full turn")
             else:
-                return Command(0.0, 0.0, _clip(self.s.search_wz, self.s.wz_max))
+                return self._search(t, pose)
         assert self.goal is not None and self.marker_xy is not None
         if self._lost(t, pose):
             return self._end(t, Phase.ABORTED, "marker lost while in view")
         return self._drive(t, pose)
+
+    def _search(self, t: float, pose: Pose2D) -> Command:
+        """The search's command at ``pose`` (stages in the module docstring)."""
+        s = self.s
+        if self._search_centre is None:
+            self._search_centre = pose
+        c = self._search_centre
+        if self.search_stage == SearchStage.SCAN:
+            if self._turned <= s.search_turn_rad:
+                return Command(0.0, 0.0, _clip(s.search_wz, s.wz_max))
+            if s.search_radius_m <= 0.0:
+                return self._end(t, Phase.FAILED, "no marker found after a full turn")
+            self.search_stage = SearchStage.WALKOUT
+            self._walkout_target = (
+                c.x + s.search_radius_m * math.cos(c.yaw),
+                c.y + s.search_radius_m * math.sin(c.yaw),
+            )
+        if self.search_stage == SearchStage.WALKOUT:
+            assert self._walkout_target is not None
+            dx, dy = self._walkout_target[0] - pose.x, self._walkout_target[1] - pose.y
+            d = math.hypot(dx, dy)
+            if d > 0.2:
+                alpha = wrap(math.atan2(dy, dx) - pose.yaw)
+                wz = _clip(s.k_turn * alpha, s.wz_max)
+                if abs(alpha) > s.turn_first_rad:
+                    return Command(0.0, 0.0, wz)
+                return Command(min(s.search_vx, s.vx_max, s.k_lin * d) * math.cos(alpha), 0.0, wz)
+            self.search_stage = SearchStage.ORBIT
+        # orbit: forward along the circle about the centre, turning the scan's way
+        direction = 1.0 if s.search_wz > 0.0 else -1.0
+        rx, ry = pose.x - c.x, pose.y - c.y
+        r = math.hypot(rx, ry)
+        theta = math.atan2(ry, rx)
+        if self._orbit_angle is not None:
+            self._orbited += direction * wrap(theta - self._orbit_angle)
+        self._orbit_angle = theta
+        if self._orbited > s.search_orbit_rad:
+            why = f"no marker found after a full turn and a walk around at {s.search_radius_m} m"
+            return self._end(t, Phase.FAILED, why)
+        # the tangent, bent inwards when outside the circle (outwards when inside)
+        radial_error = r - s.search_radius_m
+        heading = theta + direction * (0.5 * math.pi + math.atan(1.5 * radial_error))
+        e = wrap(heading - pose.yaw)
+        v = min(s.search_vx, s.vx_max)
+        wz = _clip(direction * v / s.search_radius_m + s.k_turn * e, s.wz_max)
+        if abs(e) > s.turn_first_rad:
+            return Command(0.0, 0.0, wz)
+        return Command(v * math.cos(e), 0.0, wz)
 
     def _observe(self, t: float, pose: Pose2D, sightings: list[Sighting]) -> None:
         self.frames += 1
@@ -382,6 +456,7 @@ class ApproachTask:
             "pose": None if pose is None else [round(pose.x, 4), round(pose.y, 4), round(pose.yaw, 4)],
             "frames": self.frames,
             "sightings": self.sightings,
+            "search_stage": self.search_stage.value,
         }
         if pose is not None and goal is not None:
             out["position_error_m"] = round(math.hypot(goal.x - pose.x, goal.y - pose.y), 4)

@@ -9,7 +9,7 @@
 - ``~/state`` (std_msgs/String, latched JSON: ``phase``, ``reason``, ...) on every change of phase and
   ``~/outcome`` (std_msgs/String, latched JSON, :meth:`ApproachTask.outcome`) when the task ends: ``phase``
   ``reached``, ``aborted`` (marker lost in view, perception error, autonomy off / teleop takeover, stop) or
-  ``failed`` (nothing found after a full turn, timeout), with ``reason``;
+  ``failed`` (nothing found by the search: a full turn, then a walk out and around; timeout), with ``reason``;
 - services ``~/start`` (std_srvs/Trigger): switch autonomy on (``/mode_manager/set_autonomy``; its refusal is
   the answer) and start the task at the next camera frame; ``~/stop`` (Trigger): abort, zero velocity,
   autonomy off.
@@ -39,6 +39,8 @@ SETTING_RANGES: dict[str, tuple[str, float, float]] = {
     "marker_id": ("marker to approach; -1: the first one confirmed", -1, 100000),
     "standoff_m": ("standoff distance from the marker centre (m)", 0.1, 5.0),
     "search_wz": ("search turn rate (rad/s; sign = direction)", -1.0, 1.0),
+    "search_radius_m": ("radius of the walking search after the scan (m); 0: scan only", 0.0, 10.0),
+    "search_vx": ("forward speed of the walking search (m/s)", 0.05, 0.8),
     "vx_max": ("forward speed limit (m/s)", 0.05, 0.8),
     "vy_max": ("lateral speed limit (m/s)", 0.01, 0.4),
     "wz_max": ("turn rate limit (rad/s)", 0.05, 1.0),
