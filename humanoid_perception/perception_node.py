@@ -215,7 +215,9 @@ class PerceptionNode(QuietNode):
         self.pub_viz = make_marker_publisher(self)
         self.pub_map = self.create_publisher(PointCloud2, "/perception/height_map", 2)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        state_qos = tick_stream_qos(50, latched=True) if self.lockstep else 50
+        # realtime: 2 s of the 500 Hz streams queued, so a frame's detection (tens of ms, more on a loaded
+        # machine) cannot make the middleware drop the states around the next frame's stamp
+        state_qos = tick_stream_qos(50, latched=True) if self.lockstep else 1000
         self.create_subscription(Odometry, "/odom", self._on_odom, state_qos)
         self.create_subscription(JointState, "/joint_states", self._on_joints, state_qos)
         image_qos = 10 if self.lockstep else 1  # realtime: the latest frame only (older ones are dropped)
@@ -365,7 +367,10 @@ class PerceptionNode(QuietNode):
             self._error(error_kind(exc), str(exc), msg, t, state)
             return
         if state is None:  # the camera-frame results still go out; the odom ones cannot
-            text = f"no /odom and /joint_states at the frame's stamp {t:.3f} s"
+            text = (
+                f"no /odom and /joint_states at the frame's stamp {t:.3f} s (within {self.state_tolerance} s; "
+                f"latest /odom {self.odom.latest_t:.3f} s, /joint_states {self.joints.latest_t:.3f} s)"
+            )
             self._note_error("state", text)
             self._publish(msg, t, None, observations, f"state: {text}", wall)
             return

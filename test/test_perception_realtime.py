@@ -102,6 +102,7 @@ def test_realtime_camera_and_perception_see_the_marker_and_never_hold_the_loop(t
     assert all(b > a for a, b in itertools.pairwise(stamps))
     # the driver's loop was never held by the camera or perception: it held the robot all along
     assert modes and modes[-1] == "hold", modes
-    assert "damping" not in modes and "watchdog" not in log, modes
+    assert "damping" not in modes and "mode -> damping" not in log, modes
     # the camera reports its dropped frames
     assert cam and "dropped_frames" in cam[-1], cam[-1:] or "no camera diagnostics"
+    print(f"camera: {cam[-1].get('frames')} frames, {cam[-1].get('dropped_frames')} dropped")
