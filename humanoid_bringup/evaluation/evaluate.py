@@ -50,6 +50,12 @@ TOP_SPEED_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
     ("stop", 2.0, (0.0, 0.0, 0.0)),
 ]
 HOLD_S = 3.0  # top speed: a speed counts when held this long (s) at the end of its segment
+# blind walking over a scene's terrain (``--terrain``): forward at 0.3 m/s for 8 s
+TERRAIN_SCRIPT: list[tuple[str, float, tuple[float, float, float]]] = [
+    ("stand", 2.0, (0.0, 0.0, 0.0)),
+    ("forward", 8.0, (0.3, 0.0, 0.0)),
+    ("stop", 2.0, (0.0, 0.0, 0.0)),
+]
 
 
 def max_forward_speed(
@@ -211,8 +217,12 @@ def run_locomotion(
     render_to: Path | None = None,
     controller: str = "policy",
     hardware: str = "mujoco",
+    record: bool = False,
 ) -> dict[str, Any]:
     """Run the command script through the ROS graph; the result dictionary (see module docstring).
+
+    ``record``: also record the feet's contact forces (``/sim/contacts/*``) and save the run's time series
+    to ``series.npz`` in ``out_dir`` (what ``humanoid-eval compare`` scores: see :func:`save_series`).
 
     ``controller``: ``policy`` (the policy runner, ``policy`` names it) or ``mpc_walk`` (the walking
     controller with the state estimator; ``policy`` is ignored). ``hardware``: the driver's backend;
@@ -263,7 +273,7 @@ def run_locomotion(
     probe = GraphProbe(
         subscribe_description=False,
         name="locomotion_eval",
-        contacts=False,
+        contacts=record,
         reliable_streams=lockstep,
         lockstep_peer=lockstep,
         on_tick=source.on_tick,
@@ -330,6 +340,9 @@ def run_locomotion(
         )
         modes = list(data.modes)
         final = (data.truth_pos[-1], data.truth_quat_wxyz[-1], list(data.joint_names), data.joint_q[-1])
+        contact_fz = {side: list(v) for side, v in data.contact_fz.items()}
+    if record:
+        save_series(out_dir / "series.npz", config, tt, pos, quat, twist, jt, jq, je, contact_fz, source.t0)
     keep = (tt >= 0) & (tt <= total + 1e-9)
     tt, quat, twist, pos = tt[keep], quat[keep], twist[keep], pos[keep]
     vel = heading_frame_velocity(quat, twist)
@@ -399,6 +412,40 @@ def run_locomotion(
     return result
 
 
+def save_series(
+    path: Path,
+    config: Any,
+    truth_t: np.ndarray,
+    pos: np.ndarray,
+    quat_wxyz: np.ndarray,
+    twist: np.ndarray,
+    joint_t: np.ndarray,
+    joint_q: np.ndarray,
+    joint_effort: np.ndarray,
+    contact_fz: dict[str, list[tuple[float, float]]],
+    t0: float,
+) -> None:
+    """Save a run's series (times in s since the script started, ``t0`` the script's start in simulated time):
+    ground truth ``truth_t``, ``pos`` (m, world), ``quat_wxyz``, ``twist`` (body frame, m/s and rad/s); joint
+    ``joint_t``, ``joint_q`` (rad), ``joint_effort`` (applied N m) in the configuration's joint order
+    (``joint_names``); ``contact_<side>_t`` / ``_fz`` (N, the sole's normal contact force)."""
+    arrays: dict[str, Any] = {
+        "truth_t": np.asarray(truth_t, float),
+        "pos": np.asarray(pos, float),
+        "quat_wxyz": np.asarray(quat_wxyz, float),
+        "twist": np.asarray(twist, float),
+        "joint_t": np.asarray(joint_t, float),
+        "joint_q": np.asarray(joint_q, float),
+        "joint_effort": np.asarray(joint_effort, float),
+        "joint_names": np.array(list(config.joint_names)),
+    }
+    for side, rows in contact_fz.items():
+        a = np.array(rows, float).reshape(-1, 2)
+        arrays[f"contact_{side}_t"] = a[:, 0] - t0
+        arrays[f"contact_{side}_fz"] = a[:, 1]
+    np.savez_compressed(path, **arrays)
+
+
 def _walking_summary(
     recorder: Any, config: Any, figure: Path, data_arrays: tuple[Any, ...]
 ) -> dict[str, Any]:
@@ -445,6 +492,13 @@ def main(argv: list[str] | None = None) -> int:
         "0.8 m/s, 4 s per speed; reports max_forward_mps, the fastest speed held 3 s)",
     )
     loco.add_argument(
+        "--terrain",
+        default="flat",
+        help="the world (a scene: config/scenes/<name>.yaml or a YAML path), e.g. rough: a seeded +-2 cm "
+        "heightfield; off flat, the default script is forward 0.3 m/s for 8 s (reports mean_forward_mps) "
+        "and the estimator's flat-ground prior is off",
+    )
+    loco.add_argument(
         "--hardware",
         default="mujoco",
         choices=["mujoco", "unitree_g1", "can_mit"],
@@ -469,14 +523,46 @@ def main(argv: list[str] | None = None) -> int:
     push = sub.add_parser(
         "push", help="WBC: bisect the largest survived 0.1 s pelvis push per direction (ROS graph, lockstep)"
     )
-    push.add_argument("--controller", default="wbc_stand", choices=["wbc_stand"])
+    push.add_argument("--controller", default="wbc_stand", choices=["wbc_stand", "mpc_walk"])
     push.add_argument("--robot", default="g1")
     push.add_argument("--out", default="results/eval")
-    push.add_argument("--iterations", type=int, default=5, help="bisection steps per direction")
+    push.add_argument("--iterations", type=int, default=5, help="bisection steps per direction (1-12)")
     push.add_argument(
         "--directions",
         default="front,back,left,right",
         help="comma-separated subset of front,back,left,right",
+    )
+    push.add_argument(
+        "--walking-speed",
+        type=float,
+        default=0.0,
+        help="mpc_walk: push while walking forward at this speed (m/s), at mid single support; 0: standing",
+    )
+    push.add_argument(
+        "--stances",
+        default="left,right",
+        help="walking: the stance feet pushed (comma-separated subset of left,right); max_Ns is the smaller",
+    )
+    push.add_argument(
+        "--max-impulse",
+        type=float,
+        default=None,
+        help="top of the bisection bracket (N s); default 40 for mpc_walk, 1.6 x the no-step bound for "
+        "wbc_stand",
+    )
+    comp = sub.add_parser(
+        "compare",
+        help="the learned policy and mpc_walk on the same command script (lockstep graph): tracking error "
+        "per segment, foot slip, peak and mean torque, cost of transport -> compare.md, .json, .png",
+    )
+    comp.add_argument("--policy", default="holosoma/g1_ppo", help="the policy run beside mpc_walk")
+    comp.add_argument("--robot", default="g1")
+    comp.add_argument("--out", default="results/eval", help="results in OUT/compare/")
+    comp.add_argument("--script", default="default", choices=["default", "short"])
+    comp.add_argument(
+        "--recorded",
+        action="store_true",
+        help="score the runs already recorded in OUT/compare/{policy,mpc_walk} instead of running them",
     )
     stand = sub.add_parser("stand", help="WBC: stand through the graph; CoM error vs ground truth")
     stand.add_argument("--controller", default="wbc_stand", choices=["wbc_stand"])
@@ -544,6 +630,26 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res), flush=True)
         return 0 if res["reached"] == len(res["runs"]) else 1
 
+    if args.evaluation == "compare":
+        from humanoid_bringup.evaluation.compare_eval import CompareError, run_compare
+        from humanoid_policy.manifest import ManifestError, load_policy
+
+        try:
+            load_policy(args.policy, load_robot_config(args.robot))  # fail fast, with the reason
+            res = run_compare(
+                Path(args.out) / "compare",
+                policy=args.policy,
+                robot=args.robot,
+                script=SHORT_SCRIPT if args.script == "short" else None,
+                recorded=args.recorded,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )
+        except (CompareError, ConfigError, ManifestError) as exc:
+            print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+            return 2
+        print(json.dumps(res), flush=True)
+        return 0 if not any(r["fell"] for r in res["runs"].values()) else 1
+
     if args.evaluation == "perception":
         from humanoid_bringup.evaluation.perception_eval import run_perception_eval
 
@@ -564,19 +670,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(res["goals"].values()) else 1
 
     if args.evaluation in ("push", "stand"):
-        from humanoid_bringup.evaluation.push_eval import run_push_eval, run_stand_eval
+        from humanoid_bringup.evaluation.push_eval import push_options, run_push_eval, run_stand_eval
 
         def err(m: str) -> None:
             print(m, file=sys.stderr, flush=True)
 
         if args.evaluation == "push":
-            res = run_push_eval(
-                Path(args.out) / "push_wbc_stand",
-                robot=args.robot,
-                directions=tuple(d for d in args.directions.split(",") if d),
-                iterations=args.iterations,
-                log=err,
-            )
+            try:
+                opts = push_options(args)
+                opts.check(load_robot_config(args.robot).walking.max_forward)
+            except (ConfigError, ValueError) as exc:
+                print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+                return 2
+            res = run_push_eval(Path(args.out) / opts.folder(), robot=args.robot, log=err, options=opts)
         else:
             res = run_stand_eval(Path(args.out) / "stand_wbc_stand", args.seconds, robot=args.robot, log=err)
         print(json.dumps(res), flush=True)
@@ -614,23 +720,45 @@ def main(argv: list[str] | None = None) -> int:
     except (ManifestError, ConfigError) as exc:
         print(f"humanoid-eval: error: {exc}", file=sys.stderr)
         return 2
+    from humanoid_control.hardware.scene import load_scene
+
+    try:
+        scene = load_scene(args.terrain)  # SceneError names what is wrong
+    except ValueError as exc:
+        print(f"humanoid-eval: error: --terrain: {exc}", file=sys.stderr)
+        return 2
+    terrain = not scene.empty
     name = "mpc_walk" if walking else args.policy.replace("/", "_")
     suffix = "_top_speed" if args.script == "top-speed" else ""
     hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
-    out = Path(args.out) / f"locomotion_{name}_{args.clock}{hw}{suffix}"
+    ground = f"_{scene.name}" if terrain else ""
+    out = Path(args.out) / f"locomotion_{name}_{args.clock}{hw}{ground}{suffix}"
+    script = (
+        TOP_SPEED_SCRIPT
+        if args.script == "top-speed"
+        else (SHORT_SCRIPT if args.short or args.script == "short" else None)
+    )
+    extra: dict[str, str] = {}
+    if terrain:
+        extra = {"scene": args.terrain, "estimator_flat_ground_std": "0"}
+        script = script or TERRAIN_SCRIPT
     result = run_locomotion(
         args.policy,
         controller=args.controller,
         clock=args.clock,
         out_dir=out,
-        script=TOP_SPEED_SCRIPT
-        if args.script == "top-speed"
-        else (SHORT_SCRIPT if args.short or args.script == "short" else None),
+        script=script,
         settle_s=args.settle,
         robot=args.robot,
+        extra_args=extra,
         log=lambda m: print(m, file=sys.stderr),
         hardware=args.hardware,
     )
+    if terrain:
+        fwd = result["segments"].get("forward", {}).get("achieved_mean")
+        result["terrain"] = args.terrain
+        result["mean_forward_mps"] = fwd[0] if fwd else None
+        (out / f"locomotion_{name}.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result), flush=True)
     return 0 if not result["fell"] else 1
 

@@ -1,5 +1,11 @@
-"""The launched WBC graph (driver, state estimator, WBC in lockstep) with a recording probe, and the
-pinocchio kinematics that judge its states; ``push_eval`` runs its trials and evaluations on it."""
+"""The launched whole-body graph (driver, state estimator and the WBC or the walking controller, in lockstep)
+with a recording probe, and the pinocchio kinematics that judge its states; ``push_eval`` runs its trials and
+evaluations on it.
+
+``controller``: ``wbc_stand`` (``wbc_controller``) or ``mpc_walk`` (``walking_controller``). With ``mpc_walk``
+the probe also plays a constant ``/cmd_vel`` (:attr:`WbcGraph.cmd_vel`, set at held ticks, published on the
+10 ms grid of simulated time like :mod:`~.script_source`) and records ``/walking/status`` (which feet the
+controller plans in contact, 50 Hz), both deterministic at held ticks."""
 
 from __future__ import annotations
 
@@ -16,6 +22,9 @@ from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, c
 from humanoid_control.ros.lockstep import tick_stream_qos
 
 RESPAWN_SETTLE_S = 0.5  # driver ramp in place after a respawn; the estimator is reset in it (s)
+CONTROLLER_NODES = {"wbc_stand": "wbc_controller", "mpc_walk": "walking_controller"}
+CMD_GRID_S = 0.01  # /cmd_vel publication grid (s of simulated time)
+PARAMETER_ATTEMPTS = 3  # a driver-parameter call that times out (a loaded machine) is repeated this often
 
 
 @dataclass
@@ -60,13 +69,31 @@ class Kinematics:
 
 
 class WbcGraph:
-    """The launched graph (driver, estimator, WBC in lockstep) plus an observer recording keyed by stamp."""
+    """The launched graph (driver, estimator, WBC or walking controller in lockstep) plus an observer
+    recording keyed by stamp. ``extra_args``: more launch arguments (``scene``, ...)."""
 
-    def __init__(self, out_dir: Path, robot: str = "g1", sim_duration_s: float = 3600.0) -> None:
+    def __init__(
+        self,
+        out_dir: Path,
+        robot: str = "g1",
+        sim_duration_s: float = 3600.0,
+        controller: str = "wbc_stand",
+        extra_args: dict[str, str] | None = None,
+    ) -> None:
+        from geometry_msgs.msg import Twist
         from nav_msgs.msg import Odometry
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
 
+        if controller not in CONTROLLER_NODES:
+            raise ValueError(f"controller must be one of {sorted(CONTROLLER_NODES)}, not {controller!r}")
+        self.controller = controller
+        self.node_name = CONTROLLER_NODES[controller]
+        self.walking = controller == "mpc_walk"
+        self.cmd_vel = (0.0, 0.0, 0.0)  # mpc_walk: (vx m/s, vy m/s, wz rad/s) played on /cmd_vel
+        self.status: list[list[float]] = []  # mpc_walk: /walking/status rows (fields: status_fields)
+        self.status_fields: list[str] = []
+        self._cmd_pub: Any = None
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         isolated_ros_env(out_dir / "ros_logs")
@@ -77,6 +104,7 @@ class WbcGraph:
         self.push_events: list[tuple[float, tuple[float, float, float]]] = []
         self.record_odom = False
         self.respawn_retries = 0  # respawns repeated before a trial (estimator reset too late, WBC fault)
+        self.parameter_retries = 0  # driver-parameter calls repeated after a timeout
         qos = tick_stream_qos(500)  # per-tick streams, read as a lockstep peer (transient-local)
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -85,7 +113,12 @@ class WbcGraph:
 
         def setup(node: Any) -> None:  # served before the per-tick streams (see GraphProbe's setup)
             node.create_subscription(WrenchStamped, "/sim/push", self._on_push, 10)
-            node.create_subscription(String, "/wbc_controller/state", self._on_wbc_state, latched)
+            node.create_subscription(String, f"/{self.node_name}/state", self._on_wbc_state, latched)
+            if self.walking:
+                from std_msgs.msg import Float64MultiArray
+
+                node.create_subscription(Float64MultiArray, "/walking/status", self._on_status, 1000)
+                self._cmd_pub = node.create_publisher(Twist, "/cmd_vel", 10)
 
         # a lockstep peer: every decision of the evaluation (respawn, estimator reset, push, end of a trial)
         # is
@@ -98,15 +131,16 @@ class WbcGraph:
             lockstep_peer=True,
             setup=setup,
             on_tick=self._on_joints,  # the probe's own /joint_states subscription
-            ack_period=0.02,
+            ack_period=CMD_GRID_S if self.walking else 0.02,
         )
         self.probe.subscribe(Odometry, "/odom", self._on_odom, qos, per_tick=True)
         args = {
             "robot": robot,
-            "controller": "wbc_stand",
+            "controller": controller,
             "clock": "lockstep",
             "start_paused": "true",
             "sim_duration_s": f"{sim_duration_s:.1f}",
+            **(extra_args or {}),
         }
         self.graph = LaunchedGraph(args, out_dir / "graph.log")
 
@@ -116,8 +150,34 @@ class WbcGraph:
         return round(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, 4)
 
     def _on_joints(self, msg: Any) -> None:
+        key = self._key(msg)
         with self.lock:
-            self.joints[self._key(msg)] = (np.array(msg.position), np.array(msg.velocity))
+            self.joints[key] = (np.array(msg.position), np.array(msg.velocity))
+            cmd = self.cmd_vel
+        if self._cmd_pub is not None and round(key * 1000.0) % round(CMD_GRID_S * 1000.0) == 0:
+            from geometry_msgs.msg import Twist
+
+            tw = Twist()
+            tw.linear.x, tw.linear.y, tw.angular.z = (float(v) for v in cmd)
+            self._cmd_pub.publish(tw)  # before this tick's acknowledgement (GraphProbe.on_tick)
+
+    def _on_status(self, msg: Any) -> None:
+        with self.lock:
+            if not self.status_fields and msg.layout.dim:
+                self.status_fields = msg.layout.dim[0].label.split(",")
+            self.status.append(list(msg.data))
+
+    def set_cmd_vel(self, vx: float, vy: float = 0.0, wz: float = 0.0) -> None:
+        """mpc_walk: the ``/cmd_vel`` played from the next grid tick on (call at a held tick)."""
+        with self.lock:
+            self.cmd_vel = (float(vx), float(vy), float(wz))
+
+    def latest_status(self) -> dict[str, float]:
+        """mpc_walk: the latest ``/walking/status`` row by field name (empty before the first)."""
+        with self.lock:
+            if not self.status or not self.status_fields:
+                return {}
+            return dict(zip(self.status_fields, self.status[-1], strict=False))
 
     def _on_odom(self, msg: Any) -> None:
         if not self.record_odom:
@@ -169,6 +229,7 @@ class WbcGraph:
                 del self.joints[key]
             for key in [k for k in self.odom if k < t]:
                 del self.odom[key]
+            self.status = [row for row in self.status if row[0] >= t]
 
     # ------------------------------------------------------------------ control
     def start(self, timeout: float = 120.0) -> None:
@@ -191,12 +252,13 @@ class WbcGraph:
                 if time.monotonic() > deadline or not self.graph.running():
                     raise
         self.probe.start_graph(
-            peers=("state_estimator", "wbc_controller"), running=self.graph.running, hold_at=0.0
+            peers=("state_estimator", self.node_name), running=self.graph.running, hold_at=0.0
         )
         self.probe.run_until(0.0)  # returns at the held first tick
         if not self.run_while(lambda: not self.modes() or self.modes()[-1] != "active", 10.0):
             raise RuntimeError(
-                f"the WBC never took over (modes {self.probe.data.modes}); see {self.graph.log_path}"
+                f"the {self.node_name} never took over (modes {self.probe.data.modes}); "
+                f"see {self.graph.log_path}"
             )
 
     def stop(self) -> None:
@@ -242,8 +304,20 @@ class WbcGraph:
             ]
         )
 
-    def set_driver_parameters(self, params: list[Any]) -> None:
-        """Set driver parameters (``rclpy.parameter.Parameter``) in one atomic call; raise if refused."""
+    def set_driver_parameters(self, params: list[Any], attempts: int = PARAMETER_ATTEMPTS) -> None:
+        """Set driver parameters (``rclpy.parameter.Parameter``) in one atomic call; raise ``RuntimeError`` if
+        refused. A call that times out (service missing, no answer within 10 s: a loaded machine) is repeated
+        up to ``attempts`` times, then ``TimeoutError``. Setting the same values twice is harmless."""
+        for attempt in range(attempts):
+            try:
+                self._set_driver_parameters_once(params)
+                return
+            except TimeoutError:
+                if attempt == attempts - 1 or not self.graph.running():
+                    raise
+                self.parameter_retries += 1
+
+    def _set_driver_parameters_once(self, params: list[Any]) -> None:
         from rcl_interfaces.srv import SetParametersAtomically
 
         node = self.probe.node
@@ -258,10 +332,10 @@ class WbcGraph:
         while not future.done() and time.monotonic() < end:
             time.sleep(0.002)
         node.destroy_client(client)
-        if not future.done() or not future.result().result.successful:
-            raise RuntimeError(
-                f"driver refused the parameters: {future.result() if future.done() else 'timeout'}"
-            )
+        if not future.done():
+            raise TimeoutError("driver parameters: no answer within 10 s")
+        if not future.result().result.successful:
+            raise RuntimeError(f"driver refused the parameters: {future.result()}")
 
     def respawn_and_take_over(self, timeout: float = 60.0, attempts: int = 3) -> float:
         """Respawn, reset the estimator during the driver's settle ramp, wait until the WBC has the robot;
