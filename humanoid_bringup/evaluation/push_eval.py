@@ -152,6 +152,7 @@ class Trial:
     push_t: float
     series: dict[str, list[Any]] = field(default_factory=dict)
     wall_s: float = 0.0
+    phase_s: float | None = None  # walking: push start since the stance's single support began (s)
 
 
 def push_options(args: Any) -> PushOptions:
@@ -170,9 +171,9 @@ def push_options(args: Any) -> PushOptions:
     )
 
 
-def _stance_mid(g: WbcGraph, stance: str, single_support: float) -> float:
-    """mpc_walk walking: run on to the next single support of ``stance`` in ``/walking/status`` (its first
-    status row there); the simulated time (s) of its middle."""
+def _stance_start(g: WbcGraph, stance: str) -> float:
+    """mpc_walk walking: run on to the next single support of ``stance`` in ``/walking/status``; the
+    simulated time (s) of its first status row there."""
     other = "right" if stance == "left" else "left"
 
     def single(row: dict[str, float]) -> bool:
@@ -186,7 +187,7 @@ def _stance_mid(g: WbcGraph, stance: str, single_support: float) -> float:
         row = g.latest_status()
         now = single(row)
         if now and not was:
-            return row["t"] + 0.5 * single_support
+            return row["t"]
         was = now
     raise RuntimeError(f"no {stance} single support within {STANCE_SEARCH_S} s of walking")
 
@@ -204,6 +205,7 @@ def run_trial(
     ``walking_speed`` > 0), push, watch; judge with the module's criteria (``g.controller``'s)."""
     wall0 = time.monotonic()
     stepping = g.walking
+    t_single: float | None = None
     if stepping:
         g.set_cmd_vel(0.0)
     t_active = g.respawn_and_take_over()
@@ -214,7 +216,8 @@ def run_trial(
     if walking_speed > 0.0:
         g.set_cmd_vel(walking_speed)
         g.run_to(t_active + SETTLE_S + WALK_S)
-        mid = _stance_mid(g, stance or "left", config.walking.single_support)
+        t_single = _stance_start(g, stance or "left")
+        mid = t_single + 0.5 * config.walking.single_support
         g.run_to(mid - 0.5 * PUSH_DURATION_S - 0.002)  # the push acts from the next tick
     n_events = len(g.push_events)
     with g.lock:
@@ -276,7 +279,9 @@ def run_trial(
         series["soles"].append({s: v.tolist() for s, v in soles.items()})
     if not reason and series["t"]:
         reason = _judge_series(series, stepping=stepping, walking=walking_speed > 0.0, observe_s=observe)
-    return Trial(direction, impulse, not reason, reason or "stood", push_t, series, time.monotonic() - wall0)
+    phase = None if t_single is None else round(push_t - t_single, 4)
+    wall = time.monotonic() - wall0
+    return Trial(direction, impulse, not reason, reason or "stood", push_t, series, wall, phase)
 
 
 def _judge_series(series: dict[str, list[Any]], stepping: bool, walking: bool, observe_s: float) -> str:
@@ -345,9 +350,10 @@ def bisect_direction(
 
     def trial(impulse: float) -> Trial:
         tr = run_trial(g, kin, direction, impulse, config, walking_speed=walking_speed, stance=stance)
+        phase = "" if tr.phase_s is None else f", pushed {tr.phase_s:.3f} s into single support"
         log(
             f"  {label}: {impulse:6.2f} N s ({impulse / bound * 100:5.1f} % of bound) -> {tr.reason} "
-            f"[{tr.wall_s:.1f} s wall]"
+            f"[{tr.wall_s:.1f} s wall{phase}]"
         )
         return tr
 
