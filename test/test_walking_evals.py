@@ -207,7 +207,11 @@ def test_effort_metrics_peak_mean_and_energy() -> None:
     tau = np.stack([np.full_like(t, 10.0), np.full_like(t, -40.0)], axis=1)
     m = effort_metrics(t, q, tau, np.array([50.0, 80.0]), ["a", "b"])
     assert m["peak_torque_Nm"] == 40.0 and m["peak_torque_joint"] == "b"
-    assert m["peak_torque_fraction"] == 0.5 and m["mean_abs_torque_Nm"] == 25.0
+    assert m["peak_torque_fraction"] == 0.5 and m["peak_torque_fraction_joint"] == "b"
+    assert m["mean_abs_torque_Nm"] == 25.0
+    m = effort_metrics(t, q, tau, np.array([15.0, 80.0]), ["a", "b"])
+    assert m["peak_torque_joint"] == "b" and m["peak_torque_fraction_joint"] == "a"  # 10/15 > 40/80
+    assert m["peak_torque_fraction"] == pytest.approx(2 / 3, abs=1e-4)
     assert m["energy_J"] == pytest.approx((10 * 0.5 + 40 * 0.25) * 2.0, rel=1e-6)  # |tau qdot| dt
 
 
@@ -276,6 +280,8 @@ def test_compare_scores_recorded_runs_and_writes_its_files(g1, tmp_path: Path, c
     assert pol["cost_of_transport"] == pytest.approx(n * 0.4 / (mass * 9.81 * 0.8), rel=1e-3)
     assert pol["peak_torque_Nm"] == 2.0 and mpc["mean_abs_torque_Nm"] == 1.0
     assert pol["tracking_abs_err_mean"]["walk"] == pytest.approx([0.1, 0.0, 0.0])
+    assert pol["tracking_mean_err"]["walk"] == pytest.approx([0.1, 0.0, 0.0])
+    assert mpc["tracking_mean_err"]["walk"] == [0.0, 0.0, 0.0]
     md = (tmp_path / "compare" / "compare.md").read_text()
     assert "| | holosoma/g1_ppo | mpc_walk |" in md and "cost of transport" in md and "foot slip" in md
     assert (tmp_path / "compare" / "compare.png").stat().st_size > 10_000
