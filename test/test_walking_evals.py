@@ -220,8 +220,10 @@ def _record_run(folder: Path, config, name: str, speed: float, loaded: bool, tor
     constant torque on every joint while each joint above the legs moves at 0.1 rad/s: known slip, energy,
     distance."""
     folder.mkdir(parents=True)
-    t = np.arange(0.0, 2.0 + 1e-9, 0.002)
-    pos = np.stack([speed * t, np.zeros_like(t), np.full_like(t, 0.78)], axis=1)
+    t = np.arange(0.0, 3.0 + 1e-9, 0.002)
+    x = speed * np.clip(t - 1.0, 0.0, 1.0)  # stands 1 s, moves 1 s, stands 1 s
+    sway = 0.05 * np.sin(2 * np.pi * t) * ((t > 1.0) & (t < 2.0))  # one gait cycle of sideways sway
+    pos = np.stack([x, sway, np.full_like(t, 0.78)], axis=1)
     quat = np.tile([1.0, 0.0, 0.0, 0.0], (len(t), 1))
     q0 = config.array("default")
     upper = np.array([not any(k in n for k in ("hip", "knee", "ankle")) for n in config.joint_names])
@@ -246,8 +248,8 @@ def _record_run(folder: Path, config, name: str, speed: float, loaded: bool, tor
     )
     result = {
         "fell": False,
-        "time_survived_s": 2.0,
-        "script_s": 2.0,
+        "time_survived_s": 3.0,
+        "script_s": 3.0,
         "segments": {
             "walk": {
                 "commanded": [0.5, 0.0, 0.0],
@@ -257,7 +259,7 @@ def _record_run(folder: Path, config, name: str, speed: float, loaded: bool, tor
         },
     }
     (folder / f"locomotion_{name}.json").write_text(json.dumps(result))
-    return result
+    return pos
 
 
 def test_compare_scores_recorded_runs_and_writes_its_files(g1, tmp_path: Path, capsys) -> None:
@@ -265,19 +267,25 @@ def test_compare_scores_recorded_runs_and_writes_its_files(g1, tmp_path: Path, c
 
     from humanoid_control.model.robot_model import load_pinocchio_model
 
-    _record_run(tmp_path / "compare" / "policy", g1, "holosoma_g1_ppo", 0.4, loaded=True, torque=2.0)
+    pos = _record_run(tmp_path / "compare" / "policy", g1, "holosoma_g1_ppo", 0.4, loaded=True, torque=2.0)
     _record_run(tmp_path / "compare" / "mpc_walk", g1, "mpc_walk", 0.5, loaded=False, torque=1.0)
     assert main(["compare", "--recorded", "--out", str(tmp_path)]) == 0
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     pol, mpc = res["runs"]["policy"], res["runs"]["mpc_walk"]
-    # both soles carried 0.8 m while loaded: 1600 mm; the unloaded run's feet do not count
-    assert pol["foot_slip_mm"] == pytest.approx(1600.0, rel=1e-3) and mpc["foot_slip_mm"] == 0.0
-    assert pol["distance_m"] == pytest.approx(0.8, rel=1e-6) and mpc["distance_m"] == pytest.approx(1.0)
+    # both soles carried along the base's path (sway included) while loaded; the unloaded run's do not count
+    path = float(np.linalg.norm(np.diff(pos[:, :2], axis=0), axis=1).sum())
+    assert path > 0.45 and pol["path_length_m"] == pytest.approx(path, abs=1e-3)
+    assert pol["foot_slip_mm"] == pytest.approx(2000.0 * path, rel=1e-3) and mpc["foot_slip_mm"] == 0.0
+    # the distance walked takes the sway out: 0.4 and 0.5 m
+    assert pol["distance_m"] == pytest.approx(0.4, rel=0.05) and mpc["distance_m"] == pytest.approx(
+        0.5, rel=0.02
+    )
     mass = pin.computeTotalMass(load_pinocchio_model(g1).model)
     n = sum(not any(k in name for k in ("hip", "knee", "ankle")) for name in g1.joint_names)
     assert 0 < n < g1.num_joints
-    assert pol["energy_J"] == pytest.approx(n * 2.0 * 0.1 * 2.0, rel=1e-3)
-    assert pol["cost_of_transport"] == pytest.approx(n * 0.4 / (mass * 9.81 * 0.8), rel=1e-3)
+    assert pol["energy_J"] == pytest.approx(n * 2.0 * 0.1 * 3.0, rel=1e-3)
+    cot = pol["energy_J"] / (mass * 9.81 * pol["distance_m"])
+    assert pol["cost_of_transport"] == pytest.approx(cot, rel=2e-3)
     assert pol["peak_torque_Nm"] == 2.0 and mpc["mean_abs_torque_Nm"] == 1.0
     assert pol["tracking_abs_err_mean"]["walk"] == pytest.approx([0.1, 0.0, 0.0])
     assert pol["tracking_mean_err"]["walk"] == pytest.approx([0.1, 0.0, 0.0])

@@ -17,8 +17,9 @@ and ``compare.png`` (one figure) in the output folder:
 - **peak and mean torque**: the largest ``|tau|`` of any joint (N m, which joint), the largest ``|tau|`` as a
   fraction of its joint's limit (and that joint), the mean ``|tau|`` over joints and ticks (N m);
 - **cost of transport**: ``sum_j |tau_j qdot_j|`` integrated over the run (J; joint speeds by finite
-  differences of the measured positions) over ``m g d`` (total mass, 9.81, the base's horizontal path
-  length): dimensionless, lower is cheaper.
+  differences of the measured positions) over ``m g d`` (total mass, 9.81, ``distance_m``: the base's
+  horizontal path length after a moving average over one gait cycle, ``GAIT_WINDOW_S``, so the sideways sway
+  does not count as distance; the raw path is ``path_length_m``): dimensionless, lower is cheaper.
 
 ``--recorded DIR`` scores the runs already in ``DIR/policy`` and ``DIR/mpc_walk`` (their ``series.npz``
 and locomotion JSON) without running anything.
@@ -37,6 +38,24 @@ GRAVITY = 9.81
 LOADED_FRACTION = 0.2  # a foot counts as loaded (should not slip) above this share of the body weight
 SERIES_KEYS = ("truth_t", "pos", "quat_wxyz", "joint_t", "joint_q", "joint_effort")
 RUNS = ("policy", "mpc_walk")
+GAIT_WINDOW_S = 1.0  # one gait cycle of both controllers (two steps of 0.5 s; the policy's 50-step phase)
+
+
+def path_length_m(t: np.ndarray, pos: np.ndarray, window_s: float) -> float:
+    """Horizontal path length (m) of ``pos`` (N, 3; m) sampled at times ``t`` (s), after a moving average over
+    ``window_s`` (s; the ends padded with the first and last positions), which takes out the gait's sideways
+    sway; 0: the raw path."""
+    if len(pos) < 2:
+        return 0.0
+    xy = np.asarray(pos, float)[:, :2]
+    if window_s > 0.0:
+        dt = float(np.median(np.diff(t)))
+        half = max(round(0.5 * window_s / max(dt, 1e-9)), 0)
+        if half > 0:
+            padded = np.concatenate([np.repeat(xy[:1], half, 0), xy, np.repeat(xy[-1:], half, 0)])
+            kernel = np.full(2 * half + 1, 1.0 / (2 * half + 1))
+            xy = np.stack([np.convolve(padded[:, i], kernel, mode="valid") for i in range(2)], axis=1)
+    return float(np.sum(np.linalg.norm(np.diff(xy, axis=0), axis=1)))
 
 
 class CompareError(ValueError):
@@ -152,9 +171,8 @@ def score_run(
     jkeep = (series["joint_t"] >= 0.0) & (series["joint_t"] <= result.get("script_s", math.inf) + 1e-9)
     s = {k: v[keep] for k, v in series.items() if k in ("truth_t", "pos", "quat_wxyz")}
     s.update({k: v[jkeep] for k, v in series.items() if k in ("joint_t", "joint_q", "joint_effort")})
-    distance = (
-        float(np.sum(np.linalg.norm(np.diff(s["pos"][:, :2], axis=0), axis=1))) if len(s["pos"]) else 0.0
-    )
+    path_length = path_length_m(s["truth_t"], s["pos"], 0.0)
+    distance = path_length_m(s["truth_t"], s["pos"], GAIT_WINDOW_S)
     t, soles = sole_positions(config, pmodel, s)
     contacts = {
         side: (series[f"contact_{side}_t"], series[f"contact_{side}_fz"])
@@ -186,6 +204,7 @@ def score_run(
         "foot_slip_mm_per_m": round(slip["total"] / distance, 2) if distance > 1e-6 else None,
         **eff,
         "distance_m": round(distance, 3),
+        "path_length_m": round(path_length, 3),
         "mass_kg": round(mass, 3),
         "cost_of_transport": round(cot, 4) if cot is not None else None,
     }
@@ -224,7 +243,7 @@ def compare_table(scores: dict[str, dict[str, Any]], labels: dict[str, str]) -> 
         ("peak_torque_fraction_joint", "... at joint", 0),
         ("mean_abs_torque_Nm", "mean abs torque (N m)", 2),
         ("energy_J", "mechanical energy sum abs(tau qdot) (J)", 0),
-        ("distance_m", "distance walked (m)", 2),
+        ("distance_m", "distance walked, sway averaged out (m)", 2),
         ("cost_of_transport", "cost of transport", 3),
     ):
         rows.append(f"| {label} | " + " | ".join(_fmt(scores[r].get(key), digits) for r in runs) + " |")
