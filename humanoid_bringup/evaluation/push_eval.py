@@ -281,7 +281,16 @@ def run_trial(
         reason = _judge_series(series, stepping=stepping, walking=walking_speed > 0.0, observe_s=observe)
     phase = None if t_single is None else round(push_t - t_single, 4)
     wall = time.monotonic() - wall0
-    return Trial(direction, impulse, not reason, reason or "stood", push_t, series, wall, phase)
+    return Trial(
+        direction,
+        impulse,
+        not reason,
+        reason or ("walked on" if walking_speed > 0.0 else "stood"),
+        push_t,
+        series,
+        wall,
+        phase,
+    )
 
 
 def _judge_series(series: dict[str, list[Any]], stepping: bool, walking: bool, observe_s: float) -> str:
