@@ -29,8 +29,8 @@ controller (``walking_controller``), which may step. Bisected on ``[0, --max-imp
 - Walking (``V`` > 0, forward): ``/cmd_vel`` = (V, 0, 0) from ``SETTLE_S`` after the take-over; after
   ``WALK_S`` of walking the push is centred on the middle of the next single support of the named stance
   foot (``--stances left,right``; from ``/walking/status``, 50 Hz, so up to 20 ms late). **Survived**: no
-  fall for ``OBSERVE_STEP_S`` after the push, still walking. Per direction ``max_Ns`` is the smaller of
-  ``left_stance`` and ``right_stance`` (each with its bisection's ``max_Ns`` and trials).
+  fall for ``OBSERVE_STEP_S`` after the push (whether it walks on is not judged). Per direction ``max_Ns``
+  is the smaller of ``left_stance`` and ``right_stance`` (each with its bisection's ``max_Ns`` and trials).
 
 Every controller's JSON also has ``target_Ns`` and ``meets_target`` per direction: the issue's goals for
 ``mpc_walk`` (:data:`PUSH_TARGETS_NS`), null for ``wbc_stand`` (the no-step bound is its yardstick).
