@@ -241,14 +241,23 @@ class PerceptionNode(QuietNode):
         self.odom.add(
             from_time_msg(msg.header.stamp), (np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w]))
         )
-        self._retry_pending()
+        self._retry_if_due()
 
     def _on_joints(self, msg: Any) -> None:
         r = self.joint_order(msg.name, msg.position)
         if isinstance(r, str):
             return
         self.joints.add(from_time_msg(msg.header.stamp), r[0])
-        self._retry_pending()
+        self._retry_if_due()
+
+    def _retry_if_due(self) -> None:
+        """Retry the waiting frames only once both state streams have reached the oldest one's stamp: at
+        1000 state messages per second a retry per message costs the time a loaded machine lacks."""
+        if not self.pending:
+            return
+        t = from_time_msg(self.pending[0][1].header.stamp)
+        if not self._state_may_come(t):
+            self._retry_pending()
 
     def _state_at(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         tol = 1e-6 if self.lockstep else self.state_tolerance
@@ -368,7 +377,8 @@ class PerceptionNode(QuietNode):
             return
         if state is None:  # the camera-frame results still go out; the odom ones cannot
             text = (
-                f"no /odom and /joint_states at the frame's stamp {t:.3f} s (within {self.state_tolerance} s; "
+                f"no /odom and /joint_states at the frame's stamp {t:.3f} s "
+                f"(within {self.state_tolerance} s; "
                 f"latest /odom {self.odom.latest_t:.3f} s, /joint_states {self.joints.latest_t:.3f} s)"
             )
             self._note_error("state", text)

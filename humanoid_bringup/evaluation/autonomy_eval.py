@@ -14,7 +14,9 @@ the share of time teleop held the velocity command after autonomy was switched o
 The last line of stdout is one JSON object: ``runs`` (per run ``reached`` (task outcome ``reached`` and within
 ``position_tolerance_m`` and ``heading_tolerance_deg`` of the standoff pose by ground truth),
 ``position_error_m``, ``heading_error_deg``, ``teleop_share``, the start pose, the task's own outcome, times),
-``reached`` (count), ``criteria``.
+``reached`` (count), ``criteria``. It is also written to ``autonomy.json``, with ``autonomy_paths.png``
+(top view of each run's ground-truth path, first sighting and final pose against the marker and the standoff
+pose) and per run ``run_i/`` (``graph.log``, the operation record ``record.json``, the path ``path.json``).
 
 Frames: world (the simulator's, z up); the robot's estimator works in ``odom`` (its start pose), the task in
 ``odom``, the measurement in world.
@@ -249,6 +251,14 @@ def run_once(
             w, x, y, z = probe.data.truth_quat_wxyz[-1]
             truth_t = np.array(probe.data.truth_t)
             zs = np.array([p[2] for p in probe.data.truth_pos])
+            xy = np.array([p[:2] for p in probe.data.truth_pos]).reshape(-1, 2)
+        keep = np.searchsorted(truth_t, np.arange(t_start, t_final + 1e-9, 0.1)) if len(truth_t) else []
+        keep = np.unique(np.clip(keep, 0, max(len(truth_t) - 1, 0)))
+        path = {
+            "t": [round(float(truth_t[i]), 3) for i in keep],
+            "xy": [[round(float(xy[i, 0]), 4), round(float(xy[i, 1]), 4)] for i in keep],
+        }
+        (out_dir / "path.json").write_text(json.dumps(path))
         yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
         pos_err = math.hypot(goal.x - pos[0], goal.y - pos[1])
         yaw_err = math.degrees(abs(wrap(goal.yaw - yaw)))
@@ -339,4 +349,49 @@ def run_autonomy_eval(
         "out_dir": str(out_dir),
     }
     (out_dir / "autonomy.json").write_text(json.dumps(out, indent=2))
+    plot_paths(out_dir / "autonomy_paths.png", out, np.array(marker.position[:2]), goal)
     return out
+
+
+def plot_paths(path: Path, out: dict[str, Any], marker_xy: np.ndarray, goal: Any) -> None:
+    """``autonomy_paths.png``: top view (world frame, m) of each run's ground-truth base path from the task's
+    start (``run_i/path.json``), its start pose, the point of the first sighting and the final pose, with the
+    marker and the standoff pose and its 0.3 m tolerance circle."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 7))
+    ax.add_patch(plt.Circle((goal.x, goal.y), 0.3, color="tab:green", alpha=0.15, label="standoff +-0.3 m"))
+    ax.plot(*marker_xy, "ks", ms=10, label="marker")
+    gx, gy = 0.3 * math.cos(goal.yaw), 0.3 * math.sin(goal.yaw)
+    ax.arrow(goal.x, goal.y, gx, gy, color="tab:green", width=0.02)
+    colors = ("tab:blue", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:cyan")
+    for r in out["runs"]:
+        c = colors[int(r["run"]) % len(colors)]
+        sx, sy, syaw = r["start_pose"]
+        ax.arrow(sx, sy, 0.3 * math.cos(syaw), 0.3 * math.sin(syaw), color=c, width=0.02)
+        file = Path(out["out_dir"]) / f"run_{r['run']}" / "path.json"
+        label = f"run {r['run']}: " + ("reached" if r.get("reached") else "not reached")
+        if file.exists():
+            p = json.loads(file.read_text())
+            xy = np.array(p["xy"]).reshape(-1, 2)
+            ax.plot(xy[:, 0], xy[:, 1], color=c, lw=1.5, label=label)
+            seen = (r.get("task") or {}).get("t_first_seen")
+            if seen is not None and len(xy):
+                i = int(np.clip(np.searchsorted(np.array(p["t"]), float(seen)), 0, len(xy) - 1))
+                ax.plot(*xy[i], "o", color=c, mfc="none", ms=10)
+        if r.get("final_pose"):
+            fx, fy, fyaw = r["final_pose"]
+            ax.arrow(fx, fy, 0.2 * math.cos(fyaw), 0.2 * math.sin(fyaw), color=c, width=0.015)
+    ax.plot([], [], "o", color="gray", mfc="none", label="first sighting")
+    ax.set_aspect("equal")
+    ax.grid(alpha=0.3)
+    ax.set_xlabel("x (m, world)")
+    ax.set_ylabel("y (m, world)")
+    ax.set_title(f"humanoid-eval autonomy: {out['reached']} of {len(out['runs'])} reached (ground truth)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
