@@ -8,7 +8,12 @@ failure policy; plus:
 - subscribes ``/cmd_vel`` (geometry_msgs/Twist: ``linear.x``, ``linear.y`` m/s, ``angular.z`` rad/s in the
   walking frame). A non-finite command is refused (counted, logged, the previous one kept); one beyond the
   command limits is clipped and ``/diagnostics`` warns; a command older than ``cmd_vel_timeout_s`` (robot
-  time) counts as zero: the robot finishes its step, brings its feet together and stands.
+  time) counts as zero: the robot finishes its step, brings its feet together and stands. In lockstep the
+  latest command received is applied at the first tick at or after 6 ms past each 10 ms point of
+  simulated time (the grid on which the evaluations and the mode manager publish it), and only then: a
+  command published at a grid tick is in by then (the driver has advanced three ticks since), so it takes
+  effect at the same tick in every run, whatever the order in which the executor serves ``/cmd_vel`` and
+  ``/joint_states``. In realtime a command applies on arrival.
 - publishes ``/walking/footsteps`` (visualization_msgs/MarkerArray, ``odom`` frame: the planned soles,
   left blue, right red, for rviz2) and ``/walking/plan`` (nav_msgs/Path, ``odom`` frame: the planned sole
   poses in order) at each new plan; ``/walking/status`` (std_msgs/Float64MultiArray at ``status_rate_hz``,
@@ -34,6 +39,9 @@ from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.runner import WbcState
 from humanoid_control.wbc.wbc_node import MarkerArray, WbcNode
+
+CMD_GRID_MS = 10  # lockstep: /cmd_vel is published on this grid of simulated time (ms)
+CMD_PHASE_MS = 6  # lockstep: and applied at the first tick this far past each grid point (ms)
 
 STATUS_FIELDS = (
     "t",
@@ -83,6 +91,8 @@ class WalkingNode(WbcNode):
             self.create_publisher(MarkerArray, "/walking/footsteps", 10) if MarkerArray is not None else None
         )
         self.pub_status = self.create_publisher(Float64MultiArray, "/walking/status", 10)
+        self._pending_cmd: tuple[float, float, float] | None = None  # lockstep: the latest, not yet applied
+        self._cmd_slot = -(2**62)  # lockstep: the slot (CMD_GRID_MS periods) of the last tick
         self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
 
     def _make_controller(self, balance: BalanceSettings, command: CommandSettings) -> Any:
@@ -92,12 +102,24 @@ class WalkingNode(WbcNode):
     # ------------------------------------------------------------------ inputs
     def _on_cmd_vel(self, msg: Twist) -> None:
         vx, vy, wz = msg.linear.x, msg.linear.y, msg.angular.z
+        if self.lockstep:
+            if not all(math.isfinite(x) for x in (vx, vy, wz)):
+                self._refuse_cmd(ValueError(f"non-finite velocity command ({vx}, {vy}, {wz})"))
+            else:
+                self._pending_cmd = (vx, vy, wz)  # applied at the next command slot (_tick)
+            return
+        self._apply_cmd(vx, vy, wz)
+
+    def _refuse_cmd(self, exc: ValueError) -> None:
+        self.cmd_refused += 1
+        self.last_cmd_problem = str(exc)
+        self.get_logger().error(f"refused /cmd_vel: {exc}", throttle_duration_sec=1.0)
+
+    def _apply_cmd(self, vx: float, vy: float, wz: float) -> None:
         try:
             clipped = self.controller.set_command(vx, vy, wz)
         except ValueError as exc:
-            self.cmd_refused += 1
-            self.last_cmd_problem = str(exc)
-            self.get_logger().error(f"refused /cmd_vel: {exc}", throttle_duration_sec=1.0)
+            self._refuse_cmd(exc)
             return
         if clipped:
             self.cmd_clipped += 1
@@ -115,6 +137,14 @@ class WalkingNode(WbcNode):
 
     # ------------------------------------------------------------------ per tick
     def _tick(self, t: float, q: np.ndarray, dq: np.ndarray, stamp: Any) -> None:
+        # lockstep: the first tick of each command slot applies what came before it; a command that comes
+        # later in the slot waits for the next one (never applied at a tick that depends on its arrival)
+        slot = math.floor((round(t * 1000.0) - CMD_PHASE_MS) / CMD_GRID_MS)
+        if slot != self._cmd_slot:
+            self._cmd_slot = slot
+            if self._pending_cmd is not None:
+                self._apply_cmd(*self._pending_cmd)
+                self._pending_cmd = None
         super()._tick(t, q, dq, stamp)
         ctl: WalkingController = self.controller
         if len(ctl.plans) != self._plans_published:
