@@ -14,8 +14,9 @@ non-finite or mis-sized targets as the ``/joint_commands`` subscriber would.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -85,3 +86,49 @@ class JointHoldCore:
     def command(self, stamp: float) -> JointCommand:
         """The command answering the state of ``stamp`` (s)."""
         return JointCommand(q=self.target, dq=self._zeros, tau_ff=self._zeros, stamp=stamp)
+
+
+def parse_node_parameters(text: str) -> dict[str, Any]:
+    """The in-loop controller node's parameters from the driver parameter ``in_loop_parameters``.
+
+    ``name=value`` pairs separated by ``;`` (a launch file can build them from its arguments; a value is
+    ``true``/``false``, an integer, a float or else text), or a JSON object. Empty: none.
+
+    Raises:
+        ValueError: a pair without ``=``, an empty or repeated name, or JSON that is not an object.
+    """
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"parameter in_loop_parameters: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError("parameter in_loop_parameters: a JSON object of name: value is needed")
+        return data
+    out: dict[str, Any] = {}
+    for pair in text.split(";"):
+        if not pair.strip():
+            continue
+        name, sep, value = pair.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            raise ValueError(f"parameter in_loop_parameters: '{pair}' is not name=value")
+        if name in out:
+            raise ValueError(f"parameter in_loop_parameters: '{name}' given twice")
+        out[name] = _typed(value)
+    return out
+
+
+def _typed(value: str) -> Any:
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value

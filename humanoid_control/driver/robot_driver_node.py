@@ -72,7 +72,12 @@ from humanoid_control.driver.driver_core import (
     validate_command,
     validate_gains,
 )
-from humanoid_control.driver.in_loop import IN_LOOP_CONTROLLERS, InLoopController, InLoopState
+from humanoid_control.driver.in_loop import (
+    IN_LOOP_CONTROLLERS,
+    InLoopController,
+    InLoopState,
+    parse_node_parameters,
+)
 from humanoid_control.driver.loop_stats import LoopStats
 from humanoid_control.driver.realtime import (
     AUTO_PROCESS_PRIORITY,
@@ -494,17 +499,12 @@ class RobotDriverNode(QuietNode):
         raw = declare(
             self,
             "in_loop_parameters",
-            "{}",
-            "parameters of the in-loop controller's node, a JSON object "
-            '(e.g. {"policy": "holosoma/g1_ppo", "autostart": true})',
+            "",
+            "parameters of the in-loop controller's node: name=value pairs separated by ';' (e.g. "
+            "'policy=holosoma/g1_ppo;autostart=true'; true/false, numbers and text), or a JSON object",
             read_only=True,
         )
-        try:
-            params = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"parameter in_loop_parameters: not JSON ({exc})") from None
-        if not isinstance(params, dict):
-            raise ValueError("parameter in_loop_parameters: a JSON object of name: value is needed")
+        params = parse_node_parameters(raw)  # ValueError names the bad pair
         self.in_loop_parameters: dict[str, Any] = params
         in_loop_rt = self.in_loop_kind != "none" and self.clock_mode == "realtime"
         priorities = {}
