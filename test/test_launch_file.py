@@ -248,7 +248,7 @@ def test_perception_and_autonomy_arguments() -> None:
     ],
 )
 def test_in_loop_argument(arguments: dict[str, str], kind: str, separate: list[str]) -> None:
-    """in_loop:=true moves the policy runner / joint hold into the driver's process (no process of its own)."""
+    """in_loop:=true moves the policy runner / joint hold into the driver's process (no own process)."""
     plan = load_launch_description(default_launch_file(), arguments)
     try:
         names = [p.name for p in plan.processes]
