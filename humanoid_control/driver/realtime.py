@@ -161,15 +161,11 @@ def apply_to_loop_thread(settings: RealtimeSettings) -> AppliedSettings:
             applied.warnings.append(why)
     if settings.process_priority > 0:
         me = _thread_id()
-        refused = []
-        for tid in _process_threads():
-            if tid != me:
-                why = set_fifo(tid, settings.process_priority)
-                if why is not None:
-                    refused.append(why)
+        others = [tid for tid in _process_threads() if tid != me]
+        refused = [why for why in (set_fifo(tid, settings.process_priority) for tid in others) if why]
         if refused:
             applied.warnings.append(f"process_priority: {refused[0]}")
-        else:
+        elif others:
             applied.process_priority = settings.process_priority
     if settings.thread_priority > 0:
         why = set_fifo(0, settings.thread_priority)
