@@ -45,6 +45,7 @@ in one class where the lock discipline reads in one place; the pure parts are el
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import gc
 import json
@@ -78,7 +79,7 @@ from humanoid_control.driver.in_loop import (
     InLoopState,
     parse_node_parameters,
 )
-from humanoid_control.driver.loop_stats import LoopStats
+from humanoid_control.driver.loop_stats import Histogram, LoopStats
 from humanoid_control.driver.realtime import (
     AUTO_PROCESS_PRIORITY,
     AUTO_THREAD_PRIORITY,
@@ -399,6 +400,10 @@ class RobotDriverNode(QuietNode):
         self._running = True
         self._last_mode = None
         self.realtime_commands_late = 0
+        self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
+        self._state_keys: collections.deque[int] = collections.deque()
+        self._last_applied_key = -(2**62)
+        self.state_to_command = Histogram()
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         stream = tick_stream_qos()  # per-tick streams (see lockstep.tick_stream_qos)
@@ -880,12 +885,19 @@ class RobotDriverNode(QuietNode):
             self._check_backend()
             publish = self.core.tick % self.publish_every == 0
             # an external controller (and a lockstep peer) needs the state now; with the controller in the
-            # loop, realtime publishes it after the command is written (tooling, off the critical path)
+            # loop, realtime publishes it after the command is written (tooling, off the critical path), and
+            # lockstep after the controller's step (its mirrored command goes out before the state)
             deferred = publish and in_loop is not None and realtime
-            if publish and not deferred:
-                self._publish_state(state)
-            if in_loop is not None:
+            if in_loop is None:
+                if publish:
+                    self._publish_state(state)
+                self._mark_state(state.stamp)
+            else:
+                self._mark_state(state.stamp)
                 self._step_in_loop(in_loop, state)
+                if publish and not deferred:
+                    in_loop.in_loop_mirror()
+                    self._publish_state(state)
             with self.command_arrived:
                 # realtime: give a streaming controller a short, deadline-bounded chance to answer this tick.
                 # Waiting on the condition also hands the GIL to the executor thread, which takes the
@@ -935,6 +947,7 @@ class RobotDriverNode(QuietNode):
                 if waited and self.latest_command_stamp < state.stamp - 1e-9 and self._controller_streaming():
                     self.lockstep_timeouts += 1
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
+                self._mark_applied()
                 mode, reason = self.core.mode, self.core.mode_reason
                 switches = self._finished_switches(state.stamp)
                 push, self._pending_push = self._pending_push, None
@@ -949,8 +962,7 @@ class RobotDriverNode(QuietNode):
             self.backend.write(command)
             if deferred:
                 self._publish_state(state)
-            if in_loop is not None and publish:
-                in_loop.in_loop_mirror()
+                in_loop.in_loop_mirror()  # type: ignore[union-attr]
             for rec in switches:
                 self._publish_switch(rec)
             if push is not None:
@@ -988,6 +1000,28 @@ class RobotDriverNode(QuietNode):
                     collector.maybe_collect(next_deadline)
             elif collector is not None:
                 collector.maybe_collect(math.inf)
+
+    def _mark_state(self, stamp: float) -> None:
+        """Loop thread: the state of ``stamp`` went out (published, or handed to the in-loop controller)."""
+        key = round(stamp * 1e9)
+        self._state_out[key] = time.perf_counter()
+        self._state_keys.append(key)
+        if len(self._state_keys) > 256:
+            self._state_out.pop(self._state_keys.popleft(), None)
+
+    def _mark_applied(self) -> None:
+        """Loop thread, lock held, after the core's update: a command answering a state not yet answered was
+        applied now; its latency from that state going out is recorded (``state_to_command_us_*``)."""
+        cmd = self.core.last_command
+        if cmd is None or self.core.mode != DriverMode.ACTIVE:
+            return
+        key = round(cmd.stamp * 1e9)
+        if key <= self._last_applied_key:
+            return
+        self._last_applied_key = key
+        sent = self._state_out.get(key)
+        if sent is not None:
+            self.state_to_command.add((time.perf_counter() - sent) * 1e6)
 
     def _step_in_loop(self, controller: InLoopController, state: Any) -> None:
         """Loop thread: the in-loop controller answers this tick's state; its command goes to the core as a
@@ -1186,6 +1220,11 @@ class RobotDriverNode(QuietNode):
                 "realtime_commands_late": self.realtime_commands_late,
             }
         values.update(self.stats.summary())
+        lat = self.state_to_command
+        values["state_to_command_us_p50"] = lat.percentile(50)
+        values["state_to_command_us_p99"] = lat.percentile(99)
+        values["state_to_command_us_max"] = round(lat.max, 1)
+        values["state_to_command_samples"] = lat.n
         values["in_loop_controller"] = self.in_loop_kind
         values["publish_every_ticks"] = self.publish_every
         values.update(self.rt_applied.as_dict())
