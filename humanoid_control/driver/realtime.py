@@ -233,3 +233,20 @@ class SlackCollector:
         gc.collect(1 if self.collections % self.full_every == 0 else 0)
         self._last = self.clock()
         return True
+
+
+def sleep_until(deadline: float, spin_margin: float) -> float:
+    """Sleep to an absolute ``time.perf_counter()`` deadline (busy-wait the last ``spin_margin`` s).
+
+    Returns the lateness (s) of the wake-up relative to the deadline (>= 0).
+    """
+    remaining = deadline - time.perf_counter()
+    if remaining > spin_margin:
+        time.sleep(remaining - spin_margin)
+    else:
+        # late or nearly: still hand the GIL over once, so the executor thread can take the commands that
+        # arrived (a loop running behind would otherwise hold it for whole switch intervals, 5 ms each)
+        time.sleep(0)
+    while time.perf_counter() < deadline:
+        pass
+    return max(0.0, time.perf_counter() - deadline)

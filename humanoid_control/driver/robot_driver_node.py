@@ -89,6 +89,7 @@ from humanoid_control.driver.realtime import (
     apply_to_loop_thread,
     parse_cpus,
     parse_priority,
+    sleep_until,
     unlock_all_memory,
 )
 from humanoid_control.hardware.base import RobotBackend
@@ -871,7 +872,7 @@ class RobotDriverNode(QuietNode):
                 next_deadline = time.perf_counter()
                 continue
             if realtime:
-                lateness = _sleep_until(next_deadline, self.spin_margin)
+                lateness = sleep_until(next_deadline, self.spin_margin)
                 tick_start = time.perf_counter()
                 self.stats.record_wake(lateness, tick_start)
             else:
@@ -1313,23 +1314,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-def _sleep_until(deadline: float, spin_margin: float) -> float:
-    """Sleep to an absolute ``time.perf_counter()`` deadline (busy-wait the last ``spin_margin`` s).
-
-    Returns the lateness (s) of the wake-up relative to the deadline (>= 0).
-    """
-    remaining = deadline - time.perf_counter()
-    if remaining > spin_margin:
-        time.sleep(remaining - spin_margin)
-    else:
-        # late or nearly: still hand the GIL over once, so the executor thread can take the commands that
-        # arrived (a loop running behind would otherwise hold it for whole switch intervals, 5 ms each)
-        time.sleep(0)
-    while time.perf_counter() < deadline:
-        pass
-    return max(0.0, time.perf_counter() - deadline)
 
 
 def main(args: list[str] | None = None) -> int:
