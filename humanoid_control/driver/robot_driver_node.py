@@ -1252,8 +1252,11 @@ class RobotDriverNode(QuietNode):
         status.values = [KeyValue(key=k, value=_fmt(v)) for k, v in values.items()]
         statuses = [status]
         if self.in_loop is not None:
+            # named after the controller's node (tools that read the driver's status by its name prefix
+            # see the loop's status alone)
             ctl = DiagnosticStatus(
-                name="robot_driver: in-loop controller", hardware_id=f"{self.config.name}/{self.in_loop_kind}"
+                name=f"{self.in_loop.get_name()}: in the driver's loop",  # type: ignore[attr-defined]
+                hardware_id=f"{self.config.name}/{self.in_loop_kind}",
             )
             keys = [k for k in values if k.startswith("controller_")]
             over = values.get("controller_overruns", 0)
