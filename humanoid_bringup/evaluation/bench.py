@@ -872,6 +872,18 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated realtime scenarios (default all five)",
     )
     drv.add_argument(
+        "--thread-priority",
+        type=int,
+        default=50,
+        help="scenarios: the driver's thread_priority (SCHED_FIFO 1..99, 0: normal; default 50)",
+    )
+    drv.add_argument(
+        "--process-priority",
+        type=int,
+        default=40,
+        help="scenarios: the driver's process_priority (default 40)",
+    )
+    drv.add_argument(
         "--lockstep",
         action="store_true",
         help="the earlier figures: realtime hold without baseline, lockstep real-time factors",
@@ -949,7 +961,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("--seconds must be > 0")
             names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
             try:
-                result = bench_driver_scenarios(seconds, names)
+                result = bench_driver_scenarios(seconds, names, args.thread_priority, args.process_priority)
             except ValueError as exc:
                 parser.error(str(exc))
     else:

@@ -304,8 +304,11 @@ class _Observer:
         self.context.try_shutdown()
 
 
-def run_scenario(name: str, seconds: float, log_dir: Path) -> dict[str, Any]:
-    """One scenario: the ROS run, then its bare-loop baseline with the same granted priorities."""
+def run_scenario(
+    name: str, seconds: float, log_dir: Path, thread_priority: int = 50, process_priority: int = 40
+) -> dict[str, Any]:
+    """One scenario: the ROS run (the driver's ``thread_priority`` / ``process_priority`` as given), then its
+    bare-loop baseline with the priorities the driver was granted."""
     from humanoid_bringup.evaluation.graph_probe import LaunchedGraph
 
     spec = SCENARIOS[name]
@@ -315,6 +318,9 @@ def run_scenario(name: str, seconds: float, log_dir: Path) -> dict[str, Any]:
         "in_loop": "true" if spec["in_loop"] else "false",
         "rate_hz": f"{spec['rate']}",
         "sim_duration_s": f"{seconds}",
+        # the real-time settings in every scenario (auto would give the hold and the WBC a normal thread)
+        "thread_priority": f"{thread_priority}",
+        "process_priority": f"{process_priority}",
     }
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
@@ -343,7 +349,9 @@ def run_scenario(name: str, seconds: float, log_dir: Path) -> dict[str, Any]:
     return out
 
 
-def bench_driver_scenarios(seconds: float, scenarios: list[str]) -> dict[str, Any]:
+def bench_driver_scenarios(
+    seconds: float, scenarios: list[str], thread_priority: int = 50, process_priority: int = 40
+) -> dict[str, Any]:
     """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
     from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
 
@@ -353,12 +361,16 @@ def bench_driver_scenarios(seconds: float, scenarios: list[str]) -> dict[str, An
     log_dir = Path(tempfile.mkdtemp(prefix="humanoid_bench_driver_"))
     isolated_ros_env(log_dir)
     load0 = os.getloadavg()
-    results = {name: run_scenario(name, seconds, log_dir) for name in scenarios}
+    results = {
+        name: run_scenario(name, seconds, log_dir, thread_priority, process_priority) for name in scenarios
+    }
     return {
         "benchmark": "driver",
         "robot": "g1",
         "hardware": "mujoco",
         "seconds": seconds,
+        "thread_priority": thread_priority,
+        "process_priority": process_priority,
         "load_average_start": [round(v, 2) for v in load0],
         "load_average_end": [round(v, 2) for v in os.getloadavg()],
         "cpus": os.cpu_count(),
