@@ -37,7 +37,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "dds_domain": 0,
             "in_loop_controller": "none",
             "in_loop_parameters": "policy=holosoma/g1_ppo;policy_onnx=auto;autostart=true;"
-            "command_timeout_action=zero",
+            "command_timeout_action=zero;rate_hz=500.0",
             "publish_rate_hz": 0.0,
             "physics_timestep_s": 0.0,
             "thread_priority": "auto",
@@ -243,7 +243,9 @@ def test_perception_and_autonomy_arguments() -> None:
         ({"controller": "policy", "in_loop": "true"}, "policy", []),
         ({"controller": "joint_hold", "in_loop": "true"}, "joint_hold", []),
         ({"controller": "policy", "in_loop": "false"}, "none", ["policy_runner"]),
-        ({"controller": "wbc_stand", "in_loop": "true"}, "none", ["wbc_controller"]),
+        ({"controller": "wbc_stand", "in_loop": "true"}, "wbc", ["state_estimator"]),
+        ({"controller": "wbc_stand", "in_loop": "false"}, "none", ["wbc_controller", "state_estimator"]),
+        ({"controller": "mpc_walk", "in_loop": "true"}, "none", ["walking_controller"]),
         ({"controller": "none", "in_loop": "true", "mode_manager": "true"}, "policy", ["mode_manager"]),
     ],
 )
@@ -257,7 +259,7 @@ def test_in_loop_argument(arguments: dict[str, str], kind: str, separate: list[s
         for name in separate:
             assert name in names
         if kind != "none":
-            assert {"policy_runner", "joint_hold_controller"}.isdisjoint(names)
+            assert {"policy_runner", "joint_hold_controller", "wbc_controller"}.isdisjoint(names)
         if arguments.get("mode_manager") == "true":
             assert "autostart=false" in driver["in_loop_parameters"]
             assert "command_timeout_action=hold" in driver["in_loop_parameters"]

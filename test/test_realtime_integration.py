@@ -179,3 +179,37 @@ def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
     steps = np.round(np.diff(stamps[stamps > t_active]) * 1000)
     assert steps.size > 50 and np.all(steps % 10 == 0)
     assert probe.data.truth_pos[-1][2] > config.simulation.fall_height
+
+
+def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
+    """The whole-body controller in the driver's loop (controller:=wbc_stand in_loop:=true), the estimator in
+    its own process: the QP takes the robot from the driver's hold and keeps it standing."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    isolated_ros_env(tmp_path / "ros")
+    states: list[str] = []
+
+    def setup(node: Any) -> None:
+        latched = QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        node.create_subscription(String, "/wbc_controller/state", lambda m: states.append(m.data), latched)
+
+    probe = GraphProbe(subscribe_description=False, name="rt_wbc", lockstep_peer=True, setup=setup)
+    graph = LaunchedGraph(
+        {"controller": "wbc_stand", "in_loop": "true", "start_paused": "true", "sim_duration_s": "60"},
+        tmp_path / "graph.log",
+    ).start()
+    try:
+        probe.start_graph(peers=("state_estimator",), running=graph.running)
+        probe.run_until(3.5)
+        diag = probe.last_diagnostics()
+    finally:
+        close_graph(probe, graph)
+    assert diag["in_loop_controller"] == "wbc" and int(diag["controller_steps"]) > 1500
+    assert int(diag["watchdog_trips"]) == 0 and int(diag["lockstep_timeouts"]) == 0
+    assert "run" in states and states[-1] == "run", states
+    assert probe.data.modes[-1] == "active", probe.data.modes
+    assert diag["gain_profile"] == "low"  # the WBC's gain profile, set through the driver's parameters
+    assert probe.data.truth_pos[-1][2] > load_robot_config("g1").simulation.fall_height

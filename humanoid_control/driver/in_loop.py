@@ -1,6 +1,6 @@
 """Controllers called from the driver's loop (ros2_control style), without rclpy.
 
-With the driver parameter ``in_loop_controller`` (``joint_hold`` or ``policy``) the controller's pure core
+With the driver parameter ``in_loop_controller`` (``joint_hold``, ``policy`` or ``wbc``) the controller's core
 runs in the driver's process, called once per tick from the real-time loop between reading the state and
 writing the command: no DDS hop, no executor, no GIL hand-over between the state and its answer. The
 controller's node (``joint_hold_controller``, ``policy_runner``) is created in the same process as its ROS
@@ -23,7 +23,7 @@ import numpy as np
 from humanoid_control.driver.driver_core import CommandError, JointCommand
 
 #: the values of the driver parameter ``in_loop_controller``
-IN_LOOP_CONTROLLERS = ("none", "joint_hold", "policy")
+IN_LOOP_CONTROLLERS = ("none", "joint_hold", "policy", "wbc")
 
 
 @dataclass

@@ -25,8 +25,8 @@ Topics (see docs/architecture.md for the whole contract):
 - simulators: ``scene`` (a world file: markers, boxes, a heightfield; ``humanoid_control/hardware/scene.py``)
   and ``initial_pose`` ([x, y, yaw] in the world frame: where the robot starts and respawns).
 
-Real-time path (docs/realtime.md): ``in_loop_controller`` (none | joint_hold | policy) calls that controller's
-core from this loop, in this process (its node, created here too, stays its ROS interface);
+Real-time path (docs/realtime.md): ``in_loop_controller`` (none | joint_hold | policy | wbc) calls that
+controller's core from this loop, in this process (its node, created here too, stays its ROS interface);
 ``thread_priority`` (SCHED_FIFO, ``auto``: 50 with a controller in the loop in realtime, else none),
 ``process_priority``, ``cpu_affinity``, ``lock_memory`` and ``gc_in_slack`` set up the loop thread, with a
 warning and a normal thread where the system refuses; ``publish_rate_hz`` thins the tooling streams
@@ -597,6 +597,10 @@ class RobotDriverNode(QuietNode):
             from humanoid_control.driver.joint_hold_node import JointHoldNode
 
             return JointHoldNode(in_loop=True, **kwargs)
+        if self.in_loop_kind == "wbc":
+            from humanoid_control.wbc.wbc_node import WbcNode
+
+            return WbcNode(in_loop=True, in_loop_lockstep=self.clock_mode == "lockstep", **kwargs)
         from humanoid_policy.policy_runner_node import PolicyRunnerNode
 
         return PolicyRunnerNode(in_loop_gains=self._set_gains_in_process, **kwargs)
