@@ -7,7 +7,8 @@ Scenarios (``--scenarios``, default all; ``--seconds`` each, default 60):
 - ``joint_hold``: the joint hold controller in the driver's loop (``in_loop:=true``);
 - ``policy``: the learned policy in the driver's loop, walking the evaluation script (``/cmd_vel`` from this
   process, the script repeated);
-- ``wbc_stand``: the whole-body controller standing, in its own process (not in the loop) with the estimator;
+- ``wbc_stand``: the whole-body controller standing in the driver's loop, the estimator in its own process;
+  ``wbc_stand_external`` (not in the default list): the WBC in its own process as well;
 - ``joint_hold_1khz``: ``joint_hold`` at 1 kHz (physics step 1 ms).
 
 Each scenario's ROS run is the launch file's graph in its own processes, measured by the driver's own
@@ -40,7 +41,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "hold": {"controller": "none", "in_loop": False, "rate": 500.0, "work": "hold"},
     "joint_hold": {"controller": "joint_hold", "in_loop": True, "rate": 500.0, "work": "joint_hold"},
     "policy": {"controller": "policy", "in_loop": True, "rate": 500.0, "work": "policy"},
-    "wbc_stand": {"controller": "wbc_stand", "in_loop": False, "rate": 500.0, "work": "wbc"},
+    "wbc_stand": {"controller": "wbc_stand", "in_loop": True, "rate": 500.0, "work": "wbc"},
+    "wbc_stand_external": {"controller": "wbc_stand", "in_loop": False, "rate": 500.0, "work": "wbc"},
     "joint_hold_1khz": {
         "controller": "joint_hold",
         "in_loop": True,
