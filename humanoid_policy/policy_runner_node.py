@@ -194,9 +194,10 @@ class PolicyRunnerNode(QuietNode):
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
-        self.pub_cmd = self.create_publisher(
-            JointState, "~/joint_commands" if self.in_loop else "/joint_commands", reliable
-        )
+        if self.in_loop:  # commands mirrored for tooling (the driver takes them directly)
+            self.pub_cmd = self.create_publisher(JointState, "~/joint_commands", reliable)
+        else:
+            self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         stream = (
