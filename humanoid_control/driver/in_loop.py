@@ -35,6 +35,7 @@ class InLoopState:
         q: joint positions (rad). dq: joint velocities (rad/s).
         imu_quat: IMU orientation (w, x, y, z), IMU frame -> world. gyro: angular velocity (rad/s, IMU frame).
         driver_mode: the driver's mode before this tick's update (ramp, hold, active, damping).
+        accel: IMU specific force (m/s^2, IMU frame). tau: joint torques applied over the last tick (N m).
     """
 
     stamp: float
@@ -43,6 +44,8 @@ class InLoopState:
     imu_quat: np.ndarray
     gyro: np.ndarray
     driver_mode: str
+    accel: np.ndarray | None = None
+    tau: np.ndarray | None = None
 
 
 class InLoopController(Protocol):

@@ -1039,6 +1039,8 @@ class RobotDriverNode(QuietNode):
             imu_quat=state.imu_quat,
             gyro=state.gyro,
             driver_mode=self.core.mode.value,
+            accel=state.accel,
+            tau=state.tau,
         )
         try:
             command = controller.in_loop_step(view)

@@ -30,9 +30,12 @@ lockstep ticks; ``~/start`` sets the driver's gains again (``gain_profile``, and
 
 In the driver's loop (driver parameter ``in_loop_controller: wbc``, docs/realtime.md): the driver creates this
 node in its process; its loop calls :meth:`WbcNode.in_loop_step` every tick with the measured joint state, and
-the QP answers it with the latest ``/odom`` (the estimator's answer to the previous tick: in lockstep the step
-waits for it, at most ``pending_timeout_s``). No ``/joint_states`` subscription, no lockstep peer, no markers;
-the commands are mirrored on ``~/joint_commands``.
+with ``estimate_in_loop`` (the default) the base state comes from the state estimator's core run in the same
+step on the tick's IMU sample and joint state (``StateEstimator``, the estimator node's default noise and
+``flat_ground_std``), so the QP answers the tick with the estimate of that tick and depends on no other
+process; otherwise it answers with the latest ``/odom`` (the estimator's answer to the previous tick: in
+lockstep the step waits for it, at most ``pending_timeout_s``). No ``/joint_states`` subscription, no lockstep
+peer, no markers; the commands are mirrored on ``~/joint_commands``.
 """
 
 from __future__ import annotations
@@ -159,8 +162,33 @@ class WbcNode(QuietNode):
             "is out",
             read_only=True,
         )
+        self.estimator: Any = None
+        estimate = declare(
+            self,
+            "estimate_in_loop",
+            True,
+            "in the driver's loop: estimate the base state in the step (the state estimator's core) instead "
+            "of reading /odom",
+            read_only=True,
+        )
+        flat = declare(
+            self,
+            "flat_ground_std",
+            0.01,
+            "estimate_in_loop: std (m) of the estimator's flat-ground prior; 0 = off",
+            0.0,
+            1.0,
+            read_only=True,
+        )
         if in_loop:
             self.lockstep = False  # called synchronously by the driver's loop: not a peer
+            if estimate:
+                from humanoid_control.estimation.ekf import EstimatorNoise
+                from humanoid_control.estimation.estimator import StateEstimator
+
+                self.estimator = StateEstimator(
+                    self.config, EstimatorNoise(ground_height=flat if flat > 0 else None)
+                )
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -182,7 +210,8 @@ class WbcNode(QuietNode):
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
-        self.create_subscription(Odometry, "/odom", self._on_odom, deep)
+        if self.estimator is None:  # (estimating in the loop: /odom is not read)
+            self.create_subscription(Odometry, "/odom", self._on_odom, deep)
         if not in_loop:
             self.create_subscription(JointState, "/joint_states", self._on_joint_states, deep)
         self.create_service(Trigger, "~/reset", self._on_reset)
@@ -386,7 +415,9 @@ class WbcNode(QuietNode):
             if not self.active:
                 return None
             prev, self._prev_t = self._prev_t, state.stamp
-            if self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
+            if self.estimator is not None:
+                self._estimate(state)
+            elif self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
                 end = time.monotonic() + self.pending_timeout
                 while self.runner.odom is None or self.runner.odom.t < prev - 1e-9:
                     remaining = end - time.monotonic()
@@ -418,6 +449,26 @@ class WbcNode(QuietNode):
                 self._last_diag = t
                 self._publish_diagnostics(to_time_msg(t))
         return command
+
+    def _estimate(self, state: InLoopState) -> None:
+        """The base state of this tick from its IMU sample and joint state (``estimate_in_loop``)."""
+        from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
+
+        accel = state.accel if state.accel is not None else np.array([0.0, 0.0, 9.81])
+        tau = state.tau if state.tau is not None else np.zeros_like(state.q)
+        if not (np.all(np.isfinite(state.gyro)) and np.all(np.isfinite(accel)) and np.all(np.isfinite(tau))):
+            return  # no update: the runner refuses a stale estimate as it would a stale /odom
+        e = self.estimator.step(state.stamp, state.gyro, accel, state.q, tau, state.imu_quat, state.dq)
+        w, x, y, z = _rot_to_quat_wxyz(e.rotation)
+        sample = OdomSample(
+            state.stamp,
+            np.asarray(e.position, dtype=float),
+            np.array([x, y, z, w]),
+            np.asarray(e.linear_velocity, dtype=float),
+            np.asarray(e.angular_velocity, dtype=float),
+        )
+        if not self.runner.set_odom(sample):
+            self.runner.counters.last_refusal = "in-loop estimate refused"
 
     def in_loop_mirror(self) -> None:
         """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
