@@ -17,8 +17,8 @@ deadlines), ``lateness_us_max``, ``max_gap_us``, the in-loop controller's ``cont
 policy and the WBC ``state_to_command_us_p99`` (a state going out -> the command answering it applied by
 the loop). Its baseline (``baseline_overruns_pct``, ``baseline_lateness_us_p99``, ...) is a bare deadline
 loop in a process of its own with the same work per tick and no ROS: MuJoCo step, the driver core, and the
-controller's core (the WBC's too, with ground-truth state), with the real-time settings the driver was
-granted.
+controller's core (for the WBC, the estimator's core and the QP, as in the loop), with the real-time
+settings the driver was granted.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def baseline_loop(
     spin_margin_s: float = 100e-6,
 ) -> dict[str, Any]:
     """A bare deadline loop, no ROS: per tick the driver's work (MuJoCo read/step, driver core) and the
-    controller's core for ``work`` (hold | joint_hold | policy | wbc); returns its loop statistics."""
+    controller's core for ``work`` (hold | joint_hold | policy | wbc: estimator core + QP); returns its loop
+    statistics."""
     import numpy as np
 
     from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
@@ -143,14 +144,23 @@ def baseline_loop(
             out = runner.update(t, s.q, s.dq, core.mode.value)
             return None if out.q_target is None else checked_command(len(s.q), t, out.q_target)
 
-    elif work == "wbc":
+    elif work == "wbc":  # as in the loop: the estimator's core, then the QP on its estimate
+        from humanoid_control.estimation.ekf import EstimatorNoise
+        from humanoid_control.estimation.estimator import StateEstimator
+        from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
         from humanoid_control.wbc.controller import StandingController
-        from humanoid_control.wbc.sim_loop import ground_truth_state
+        from humanoid_control.wbc.dynamics import pinocchio_state
 
         ctl = StandingController(config)
+        est = StateEstimator(config, EstimatorNoise(ground_height=0.01))
 
         def step(t: float, s: Any) -> JointCommand | None:
-            q, v = ground_truth_state(backend, ctl.pmodel)
+            e = est.step(t, s.gyro, s.accel, s.q, s.tau, s.imu_quat, s.dq)
+            w, x, y, z = _rot_to_quat_wxyz(e.rotation)
+            quat_xyzw = np.array([x, y, z, w])
+            q, v = pinocchio_state(
+                ctl.pmodel, e.position, quat_xyzw, e.linear_velocity, e.angular_velocity, s.q, s.dq
+            )
             cmd = ctl.step(q, v)
             return JointCommand(q=cmd.q, dq=cmd.dq, tau_ff=cmd.tau_ff, stamp=t)
 
