@@ -1049,6 +1049,12 @@ class RobotDriverNode(QuietNode):
             with self.lock:
                 self.core.refuse(str(exc))
             self.get_logger().warning(f"refused the in-loop command: {exc}", throttle_duration_sec=1.0)
+        except Exception as exc:  # a failing controller must not take the loop (and its safety) down
+            command = None
+            with self.lock:
+                if self.core.mode != DriverMode.DAMPING:
+                    self.core.fault(f"in-loop controller failed: {exc!r}")
+                    self.get_logger().error(f"in-loop controller failed: {exc!r}; damping")
         self.stats.record_controller(time.perf_counter() - t0)
         if command is None:
             return
