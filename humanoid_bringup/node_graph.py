@@ -40,7 +40,8 @@ class NodeTopics:
     (its default in ``parameters`` unless the launch file sets it); ``{side}`` is each foot of the robot.
     Some are created only in some modes (``/clock`` and ``/sim/*`` for simulators, ``/joy`` for hardware
     backends with a remote, ``/lockstep/ack`` in
-    lockstep, ``/tf`` where ``tf2_msgs`` is installed, ``/wbc/markers`` when enabled).
+    lockstep, ``/tf`` where ``tf2_msgs`` is installed, ``/wbc/markers`` when enabled, ``~/joint_commands``
+    (the commands mirrored for tooling) only for a controller in the driver's loop, ``in_loop:=true``).
     """
 
     publishes: tuple[str, ...]
@@ -70,10 +71,11 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     "g1_emulator": NodeTopics(publishes=("~/status",), subscribes=("~/remote",)),
     "robot_description": NodeTopics(publishes=("/robot_description",), subscribes=()),
     "joint_hold_controller": NodeTopics(
-        publishes=("/joint_commands", ACK_TOPIC), subscribes=("/joint_states", STATUS_TOPIC)
+        publishes=("/joint_commands", "~/joint_commands", ACK_TOPIC),
+        subscribes=("/joint_states", STATUS_TOPIC),
     ),
     "policy_runner": NodeTopics(
-        publishes=("/joint_commands", "~/state", "/diagnostics", ACK_TOPIC),
+        publishes=("/joint_commands", "~/joint_commands", "~/state", "/diagnostics", ACK_TOPIC),
         subscribes=("/imu/data", "/cmd_vel", "{driver}/mode", "/joint_states", STATUS_TOPIC),
         parameters={"driver": "/robot_driver"},
     ),
@@ -141,7 +143,14 @@ NODE_TOPICS: dict[str, NodeTopics] = {
         parameters={"mode_manager": "/mode_manager"},
     ),
     "wbc_controller": NodeTopics(
-        publishes=("/joint_commands", "~/state", "/diagnostics", "/wbc/markers", ACK_TOPIC),
+        publishes=(
+            "/joint_commands",
+            "~/joint_commands",
+            "~/state",
+            "/diagnostics",
+            "/wbc/markers",
+            ACK_TOPIC,
+        ),
         subscribes=("{driver}/mode", "/odom", "/joint_states", STATUS_TOPIC),
         parameters={"driver": "/robot_driver"},
     ),
@@ -149,6 +158,7 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     "walking_controller": NodeTopics(
         publishes=(
             "/joint_commands",
+            "~/joint_commands",
             "~/state",
             "/diagnostics",
             "/wbc/markers",

@@ -20,13 +20,21 @@ to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and s
 driver accepted them. Faults (stale IMU, non-finite state, NaN action, driver in damping) stop the command
 stream; for a NaN action or stale input the node also calls ``<driver>/estop``, so the joints are damped
 at once (the driver's watchdog would do it ``watchdog_ticks`` later anyway).
+
+In the driver's loop (driver parameter ``in_loop_controller: policy``): the driver creates this node in its
+own process with ``in_loop`` set; its loop thread calls :meth:`PolicyRunnerNode.in_loop_step` every tick
+with the measured state (no ``/joint_states`` / ``/imu/data`` subscriptions, no lockstep peer: the driver
+calls it synchronously), the gains go to the driver directly, and the commands are mirrored on
+``~/joint_commands`` for tooling. Services, ``/cmd_vel``, ``~/state`` and ``/diagnostics`` are as above.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,10 +47,12 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from humanoid_control.driver.driver_core import CommandError, JointCommand
+from humanoid_control.driver.in_loop import InLoopState, checked_command
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 from humanoid_control.ros.service_caller import ServiceCaller
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.policy_core import PolicyCore
@@ -52,8 +62,16 @@ from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, Runn
 class PolicyRunnerNode(QuietNode):
     """ROS 2 adapter of :class:`PolicyRunner`."""
 
-    def __init__(self) -> None:
-        super().__init__("policy_runner")
+    def __init__(
+        self, in_loop_gains: Callable[[list[float], list[float]], str | None] | None = None, **kwargs: Any
+    ) -> None:
+        """``in_loop_gains``: set by the driver that calls this node from its loop (see the module
+        docstring): sets the driver's ``command_kp`` / ``command_kd``, returns None or why it refused."""
+        super().__init__("policy_runner", **kwargs)
+        self.in_loop_gains = in_loop_gains
+        self.in_loop = in_loop_gains is not None
+        self._lock = threading.RLock()  # in the loop: the loop thread and the executor share the runner
+        self._last_target: tuple[float, np.ndarray] | None = None
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
         policy = declare(
             self,
@@ -137,6 +155,8 @@ class PolicyRunnerNode(QuietNode):
             "tick is acknowledged on /lockstep/ack once its command is out",
             read_only=True,
         )
+        if self.in_loop:
+            self.lockstep = False  # called synchronously by the driver's loop: not a peer
         self.sync_timeout = declare(
             self,
             "sync_timeout_s",
@@ -174,7 +194,10 @@ class PolicyRunnerNode(QuietNode):
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
-        self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
+        if self.in_loop:  # commands mirrored for tooling (the driver takes them directly)
+            self.pub_cmd = self.create_publisher(JointState, "~/joint_commands", reliable)
+        else:
+            self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         stream = (
@@ -196,8 +219,10 @@ class PolicyRunnerNode(QuietNode):
         # idle in realtime (started by the mode manager, not yet started or stopped): the 500 Hz state streams
         # are not read (measured: 28 % of a core for reading them while idle); in lockstep the runner is a
         # peer and reads every tick
-        self._idle_unsubscribe = not self.lockstep and not self.runner.settings.autostart
-        if not self._idle_unsubscribe:
+        self._idle_unsubscribe = not self.in_loop and not self.lockstep and not self.runner.settings.autostart
+        if self.in_loop:
+            pass  # the driver's loop hands the state over
+        elif not self._idle_unsubscribe:
             self._subscribe_states()
         else:
             self.get_logger().info("idle until ~/start: /joint_states and /imu/data are not read until then")
@@ -217,7 +242,7 @@ class PolicyRunnerNode(QuietNode):
         # the start takes effect at the same tick in every lockstep run (the caller holds the clock)
         self._caller = (
             None
-            if self.runner.settings.autostart
+            if self.runner.settings.autostart or self.in_loop
             else ServiceCaller(
                 self.context,
                 f"{self.get_name()}_calls",
@@ -283,6 +308,9 @@ class PolicyRunnerNode(QuietNode):
     def _request_gains(self) -> None:
         if self.runner.gains_ready or self._gain_request is not None:
             return
+        if self.in_loop_gains is not None:
+            self._set_gains_now()
+            return
         if not self.param_client.service_is_ready():
             return
         self._gain_request = self.param_client.call_async(self._gains_msg())
@@ -290,6 +318,13 @@ class PolicyRunnerNode(QuietNode):
 
     def _set_gains_now(self, timeout: float = 5.0) -> str | None:
         """Set the driver's gains and wait for its answer (wall time, ``timeout`` s); None, or why not."""
+        if self.in_loop_gains is not None:  # same process: the driver's parameters, set directly
+            why = self.in_loop_gains([float(v) for v in self.core.kp], [float(v) for v in self.core.kd])
+            if why is not None:
+                return f"the driver refused the policy's gains: {why}"
+            self.runner.gains_ready = True
+            self.get_logger().info(f"driver uses the policy's PD gains ({self.driver}/command_kp, kd)")
+            return None
         assert self._caller is not None
         end = time.monotonic() + timeout
         while not self._caller.ready("gains") and time.monotonic() < end:
@@ -351,10 +386,12 @@ class PolicyRunnerNode(QuietNode):
             return
         # taken at the last processed tick: in lockstep a /cmd_vel published while tick k was processed is
         # here before tick k+1, so the command time does not depend on message timing
-        self.runner.set_command(cmd, self._last_t)
+        with self._lock:
+            self.runner.set_command(cmd, self._last_t)
 
     def _on_driver_mode(self, msg: String) -> None:
-        self.driver_mode = msg.data
+        if not self.in_loop:  # in the loop the driver hands its mode over with each tick
+            self.driver_mode = msg.data
 
     def _reorder(self, msg: JointState) -> tuple[np.ndarray, np.ndarray] | None:
         missing = self.joint_order.missing(msg.name)
@@ -393,25 +430,62 @@ class PolicyRunnerNode(QuietNode):
 
     def _step(self, msg: JointState) -> None:
         wall = time.perf_counter()
-        if self._last_cb_wall is not None and self.runner.state == RunnerState.RUN:
-            self.max_state_gap_ms = max(self.max_state_gap_ms, (wall - self._last_cb_wall) * 1e3)
-        self._last_cb_wall = wall
         state = self._reorder(msg)
         if state is None:
             return
-        t = from_time_msg(msg.header.stamp)
-        self._last_t = t
-        t0 = time.perf_counter()
-        out = self.runner.update(t, state[0], state[1], self.driver_mode)
-        if out.policy_step is not None:
-            self.inference_us.append((time.perf_counter() - t0) * 1e6)
-            del self.inference_us[:-2000]
-        if out.q_target is not None:
+        q_target = self._advance(from_time_msg(msg.header.stamp), state[0], state[1], wall)
+        if q_target is not None:
             cmd = JointState(
-                name=self.names, position=out.q_target.tolist(), velocity=self._zeros, effort=self._zeros
+                name=self.names, position=q_target.tolist(), velocity=self._zeros, effort=self._zeros
             )
             cmd.header.stamp = msg.header.stamp
             self.pub_cmd.publish(cmd)
+        self._after_step(msg.header.stamp, from_time_msg(msg.header.stamp), wall)
+
+    def in_loop_step(self, state: InLoopState) -> JointCommand | None:
+        """Driver's loop thread: one tick (IMU sample and joint state of the same stamp) -> the command."""
+        wall = time.perf_counter()
+        with self._lock:
+            self.driver_mode = state.driver_mode
+            sample = ImuSample(state.stamp, state.imu_quat, state.gyro)
+            if not self.runner.set_imu(sample):
+                self.imu_refused += 1
+                self.last_refusal = "IMU sample with non-finite or non-unit values"
+            q_target = self._advance(state.stamp, state.q, state.dq, wall)
+            command = None
+            if q_target is not None:
+                self._last_target = (state.stamp, q_target)
+                try:
+                    command = checked_command(len(self.names), state.stamp, q_target)
+                except CommandError as exc:
+                    self.runner.fault(str(exc), state.stamp)
+            self._after_step(None, state.stamp, wall)
+        return command
+
+    def in_loop_mirror(self) -> None:
+        """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
+        last = self._last_target
+        if last is None:
+            return
+        cmd = JointState(name=self.names, position=last[1].tolist(), velocity=self._zeros, effort=self._zeros)
+        cmd.header.stamp = to_time_msg(last[0])
+        self.pub_cmd.publish(cmd)
+
+    def _advance(self, t: float, q: np.ndarray, dq: np.ndarray, wall: float) -> np.ndarray | None:
+        """The runner's update at stamp ``t`` (s) with the state in robot order: the joint targets or None."""
+        if self._last_cb_wall is not None and self.runner.state == RunnerState.RUN:
+            self.max_state_gap_ms = max(self.max_state_gap_ms, (wall - self._last_cb_wall) * 1e3)
+        self._last_cb_wall = wall
+        self._last_t = t
+        t0 = time.perf_counter()
+        out = self.runner.update(t, q, dq, self.driver_mode)
+        if out.policy_step is not None:
+            self.inference_us.append((time.perf_counter() - t0) * 1e6)
+            del self.inference_us[:-2000]
+        return out.q_target
+
+    def _after_step(self, stamp: Any, t: float, wall: float) -> None:
+        """Hold / e-stop requests, the latched state and the diagnostics after a step."""
         if self.runner.hold_requested:
             self.runner.hold_requested = False
             self.get_logger().warning(f"{self.runner.reason}; asking {self.driver}/hold")
@@ -435,10 +509,14 @@ class PolicyRunnerNode(QuietNode):
             self.max_callback_ms = max(self.max_callback_ms, (time.perf_counter() - wall) * 1e3)
         if t - self._last_diag >= 1.0:
             self._last_diag = t
-            self._publish_diagnostics(msg.header.stamp)
+            self._publish_diagnostics(stamp if stamp is not None else to_time_msg(t))
 
     # ------------------------------------------------------------------ services
-    def _on_start(self, _req: Any, resp: Any) -> Any:
+    def _on_start(self, req: Any, resp: Any) -> Any:
+        with self._lock:
+            return self._start(resp)
+
+    def _start(self, resp: Any) -> Any:
         if not self.runner.settings.autostart and self.runner.state in (
             RunnerState.HOLD,
             RunnerState.WAIT_STATE,
@@ -451,12 +529,16 @@ class PolicyRunnerNode(QuietNode):
                     resp.success, resp.message = False, f"start: {why}"
                     return resp
         resp.success, resp.message = self.runner.start()
-        if resp.success:
+        if resp.success and not self.in_loop:
             self._subscribe_states()
         self._publish_state()
         return resp
 
     def _on_stop(self, _req: Any, resp: Any) -> Any:
+        with self._lock:
+            return self._stop(resp)
+
+    def _stop(self, resp: Any) -> Any:
         was_running = self.runner.state in (RunnerState.RUN, RunnerState.RAMP)
         resp.success, resp.message = self.runner.stop()
         if was_running and self.hold_client.service_is_ready():
@@ -465,6 +547,10 @@ class PolicyRunnerNode(QuietNode):
         return resp
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:
+        with self._lock:
+            return self._reset(resp)
+
+    def _reset(self, resp: Any) -> Any:
         self.runner.reset()
         self._estop_sent = False
         resp.success, resp.message = True, "waiting for state; reset the driver too if it is damping"

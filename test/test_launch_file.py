@@ -35,6 +35,14 @@ def test_default_plan_starts_driver_and_description() -> None:
             "emulator": False,
             "network_interface": "eth0",
             "dds_domain": 0,
+            "in_loop_controller": "none",
+            "in_loop_parameters": "policy=holosoma/g1_ppo;policy_onnx=auto;autostart=true;"
+            "command_timeout_action=zero;rate_hz=500.0",
+            "publish_rate_hz": 0.0,
+            "physics_timestep_s": 0.0,
+            "thread_priority": "auto",
+            "process_priority": "auto",
+            "lock_memory": False,
             "imu_gyro_noise_std": 0.0,
             "imu_gyro_bias_std": 0.0,
             "imu_gyro_bias_walk": 0.0,
@@ -225,5 +233,35 @@ def test_perception_and_autonomy_arguments() -> None:
         assert "mode_manager" not in names
         cam = next(p for p in plan.processes if p.name == "camera_node")
         assert cam.params["lockstep"] is False
+    finally:
+        plan.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind", "separate"),
+    [
+        ({"controller": "policy", "in_loop": "true"}, "policy", []),
+        ({"controller": "joint_hold", "in_loop": "true"}, "joint_hold", []),
+        ({"controller": "policy", "in_loop": "false"}, "none", ["policy_runner"]),
+        ({"controller": "wbc_stand", "in_loop": "true"}, "wbc", ["state_estimator"]),
+        ({"controller": "wbc_stand", "in_loop": "false"}, "none", ["wbc_controller", "state_estimator"]),
+        ({"controller": "mpc_walk", "in_loop": "true"}, "none", ["walking_controller"]),
+        ({"controller": "none", "in_loop": "true", "mode_manager": "true"}, "policy", ["mode_manager"]),
+    ],
+)
+def test_in_loop_argument(arguments: dict[str, str], kind: str, separate: list[str]) -> None:
+    """in_loop:=true moves the policy runner / joint hold into the driver's process (no own process)."""
+    plan = load_launch_description(default_launch_file(), arguments)
+    try:
+        names = [p.name for p in plan.processes]
+        driver = plan.processes[0].params
+        assert driver["in_loop_controller"] == kind
+        for name in separate:
+            assert name in names
+        if kind != "none":
+            assert {"policy_runner", "joint_hold_controller", "wbc_controller"}.isdisjoint(names)
+        if arguments.get("mode_manager") == "true":
+            assert "autostart=false" in driver["in_loop_parameters"]
+            assert "command_timeout_action=hold" in driver["in_loop_parameters"]
     finally:
         plan.cleanup()

@@ -1,7 +1,11 @@
 """``humanoid-bench``: benchmarks that print figures as JSON (last line of stdout).
 
-``humanoid-bench driver``: the robot driver on MuJoCo, launched through ``launch/sim.launch.yaml`` in its own
-processes, measured from its own ``/diagnostics``:
+``humanoid-bench driver``: the real-time loop per scenario (hold, joint_hold, policy, wbc_stand,
+joint_hold_1khz; ``--scenarios``, ``--seconds``, default 60 s each at 500 Hz), each beside a bare-loop
+baseline measured in the same run (``baseline_overruns_pct``, ``baseline_lateness_us_p99``; see
+``humanoid_bringup/evaluation/rt_bench.py`` and docs/realtime.md). ``humanoid-bench driver --lockstep`` gives
+the earlier figures instead: the robot driver on MuJoCo, launched through ``launch/sim.launch.yaml`` in its
+own processes, measured from its own ``/diagnostics``:
 
 - realtime mode at ``--rate`` Hz (default 500) for ``--seconds`` (default 30): achieved ``rate_hz``, wake-up
   jitter relative to the absolute deadlines (``jitter_us_median``, ``jitter_us_p99``, ``jitter_us_max``) and
@@ -856,7 +860,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="benchmark", required=True)
     drv = sub.add_parser("driver", help="real-time loop rate/jitter/overruns and lockstep real-time factor")
-    drv.add_argument("--seconds", type=float, default=30.0, help="realtime run length (s, default 30)")
+    drv.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="realtime run length per scenario (s, default 60; 30 with --lockstep or --hardware)",
+    )
+    drv.add_argument(
+        "--scenarios",
+        default="hold,joint_hold,policy,wbc_stand,joint_hold_1khz",
+        help="comma-separated realtime scenarios (default all five)",
+    )
+    drv.add_argument(
+        "--thread-priority",
+        type=int,
+        default=50,
+        help="scenarios: the driver's thread_priority (SCHED_FIFO 1..99, 0: normal; default 50)",
+    )
+    drv.add_argument(
+        "--process-priority",
+        type=int,
+        default=40,
+        help="scenarios: the driver's process_priority (default 40)",
+    )
+    drv.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="the earlier figures: realtime hold without baseline, lockstep real-time factors",
+    )
     drv.add_argument("--rate", type=float, default=500.0, help="loop rate (Hz, default 500)")
     drv.add_argument("--lockstep-seconds", type=float, default=10.0, help="lockstep simulated time (s)")
     drv.add_argument(
@@ -916,10 +947,23 @@ def main(argv: list[str] | None = None) -> int:
     elif args.benchmark == "wbc":
         result = bench_wbc(args.states, args.seed, args.walking_seconds)
     elif args.benchmark == "driver":
-        if args.hardware == "mujoco":
-            result = bench_driver(args.seconds, args.rate, args.lockstep_seconds)
+        if args.hardware != "mujoco":
+            seconds = 30.0 if args.seconds is None else args.seconds
+            result = bench_driver_hardware(args.hardware, seconds, args.rate, args.lockstep_seconds)
+        elif args.lockstep:
+            seconds = 30.0 if args.seconds is None else args.seconds
+            result = bench_driver(seconds, args.rate, args.lockstep_seconds)
         else:
-            result = bench_driver_hardware(args.hardware, args.seconds, args.rate, args.lockstep_seconds)
+            from humanoid_bringup.evaluation.rt_bench import bench_driver_scenarios
+
+            seconds = 60.0 if args.seconds is None else args.seconds
+            if seconds <= 0:
+                parser.error("--seconds must be > 0")
+            names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+            try:
+                result = bench_driver_scenarios(seconds, names, args.thread_priority, args.process_priority)
+            except ValueError as exc:
+                parser.error(str(exc))
     else:
         result = bench_policy(args.policy, args.steps, args.seconds)
     print(json.dumps(result))

@@ -217,6 +217,8 @@ def run_locomotion(
     render_to: Path | None = None,
     controller: str = "policy",
     hardware: str = "mujoco",
+    in_loop: bool = False,
+    publish_rate_hz: float = 0.0,
     record: bool = False,
 ) -> dict[str, Any]:
     """Run the command script through the ROS graph; the result dictionary (see module docstring).
@@ -227,7 +229,9 @@ def run_locomotion(
     ``controller``: ``policy`` (the policy runner, ``policy`` names it) or ``mpc_walk`` (the walking
     controller with the state estimator; ``policy`` is ignored). ``hardware``: the driver's backend;
     ``unitree_g1`` and ``can_mit`` run against their protocol emulators (started by the launch file:
-    ``emulator:=true``), in lockstep with the clock when ``clock`` is lockstep.
+    ``emulator:=true``), in lockstep with the clock when ``clock`` is lockstep. ``in_loop``: the policy
+    runs in the driver's loop (``in_loop:=true``; its start is seen on ``/policy_runner/joint_commands``, it
+    is no lockstep peer); ``publish_rate_hz``: the driver's ``publish_rate_hz`` (0: every tick).
     """
     from humanoid_bringup.evaluation.walking_record import WalkingRecorder
     from humanoid_control.model.robot_config import load_robot_config
@@ -256,10 +260,16 @@ def run_locomotion(
 
         # the emulator on DDS over lo: a domain of its own per run (the G1 protocol is not ROS's DDS)
         args.update(hardware=hardware, emulator="true", dds_domain=str(100 + os.getpid() % 100))
+    if in_loop:
+        args["in_loop"] = "true"
+    if publish_rate_hz > 0:
+        args["publish_rate_hz"] = f"{publish_rate_hz}"
     args.update(extra_args or {})
     graph = LaunchedGraph(args, out_dir / "graph.log")
     if walking:
         source = ScriptSource(script, state_topic="/walking_controller/state", start_on="driver_active")
+    elif in_loop:
+        source = ScriptSource(script, command_topic="/policy_runner/joint_commands")
     else:
         source = ScriptSource(script)
     recorder = WalkingRecorder() if walking else None
@@ -280,7 +290,7 @@ def run_locomotion(
         setup=setup,
     )
     source.probe = probe
-    peers = ("state_estimator", "walking_controller") if walking else ("policy_runner",)
+    peers = ("state_estimator", "walking_controller") if walking else (() if in_loop else ("policy_runner",))
     fell = False
     fall_reason = ""
     started_ok = False
@@ -379,6 +389,10 @@ def run_locomotion(
         "driver_gain_profile": diag.get("gain_profile", ""),
         "driver_max_command_gap_ticks": int(diag.get("max_command_gap_ticks", "0") or 0),
         "driver_overruns": int(diag.get("overruns", "0") or 0),
+        "driver_overruns_pct": float(diag.get("overruns_pct", "0") or 0),
+        "driver_lateness_us_p99": float(diag.get("lateness_us_p99", "0") or 0),
+        "driver_watchdog_trips": int(diag.get("watchdog_trips", "0") or 0),
+        "in_loop": in_loop,
         # hardware backends: their own counters (LowState timeouts, CRC errors, link faults, ...)
         "hardware_diagnostics": {k[3:]: v for k, v in diag.items() if k.startswith("hw_")},
         "out_dir": str(out_dir),
@@ -503,6 +517,15 @@ def main(argv: list[str] | None = None) -> int:
         default="mujoco",
         choices=["mujoco", "unitree_g1", "can_mit"],
         help="driver backend; unitree_g1 / can_mit run through their protocol emulators (MuJoCo behind them)",
+    )
+    loco.add_argument(
+        "--in-loop", action="store_true", help="the policy in the driver's loop (in_loop:=true)"
+    )
+    loco.add_argument(
+        "--publish-rate",
+        type=float,
+        default=0.0,
+        help="the driver's publish_rate_hz (a whole divisor of 500; 0: every tick)",
     )
     est = sub.add_parser(
         "estimator",
@@ -731,6 +754,11 @@ def main(argv: list[str] | None = None) -> int:
     name = "mpc_walk" if walking else args.policy.replace("/", "_")
     suffix = "_top_speed" if args.script == "top-speed" else ""
     hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
+    if args.in_loop and walking:
+        print("humanoid-eval: error: --in-loop runs the policy in the loop (not mpc_walk)", file=sys.stderr)
+        return 2
+    if args.in_loop:
+        suffix += "_in_loop"
     ground = f"_{scene.name}" if terrain else ""
     out = Path(args.out) / f"locomotion_{name}_{args.clock}{hw}{ground}{suffix}"
     script = (
@@ -753,6 +781,8 @@ def main(argv: list[str] | None = None) -> int:
         extra_args=extra,
         log=lambda m: print(m, file=sys.stderr),
         hardware=args.hardware,
+        in_loop=args.in_loop,
+        publish_rate_hz=args.publish_rate,
     )
     if terrain:
         fwd = result["segments"].get("forward", {}).get("achieved_mean")

@@ -43,6 +43,7 @@ class ScriptSource:
         stamp_digits: int | None = None,
         state_topic: str = "/policy_runner/state",
         start_on: str = "runner",
+        command_topic: str = "/joint_commands",
     ) -> None:
         if start_on not in ("runner", "driver_active"):
             raise ValueError(f"start_on must be runner or driver_active, not {start_on!r}")
@@ -50,6 +51,7 @@ class ScriptSource:
         self.stamp_digits = stamp_digits  # stamps rounded to this many decimals (s), if set
         self.state_topic = state_topic
         self.start_on = start_on
+        self.command_topic = command_topic  # the runner's commands (its mirror when it runs in the loop)
         self.driver_modes: list[str] = []  # /robot_driver/mode, in arrival order (start_on="driver_active")
         self.lock = threading.Lock()
         self.runner_states: list[str] = []  # the controller's state topic, in arrival order
@@ -78,7 +80,7 @@ class ScriptSource:
             return
         self._cmd_sub = node.create_subscription(
             JointState,
-            "/joint_commands",
+            self.command_topic,
             self._on_command,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
         )

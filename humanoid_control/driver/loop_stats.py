@@ -1,4 +1,11 @@
-"""Timing statistics of a periodic loop: achieved rate, wake-up jitter, overruns, real-time factor."""
+"""Timing statistics of a periodic loop: achieved rate, wake-up lateness, overruns, largest gap, real-time
+factor, and the time of a controller called in the loop; whole-run and per-second figures from histograms.
+
+Histograms (:class:`Histogram`) hold every sample of a run in fixed memory at a constant cost per sample (no
+ring buffer that forgets the start of a long run, no sorting): 1 us bins up to 2 ms, 10 us bins up to 20 ms,
+1 ms bins up to 1 s, one overflow bin. A percentile is the lower edge of the bin it falls in (exact to 1 us
+below 2 ms); the maximum is kept exactly.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +13,105 @@ import time
 
 import numpy as np
 
+_FINE_US = 2000  # 1 us bins below
+_MID_US = 20000  # 10 us bins below
+_COARSE_US = 1_000_000  # 1 ms bins below; overflow above
+_N_BINS = _FINE_US + (_MID_US - _FINE_US) // 10 + (_COARSE_US - _MID_US) // 1000 + 1
+
+
+def _bin(us: float) -> int:
+    if us < _FINE_US:
+        return int(us) if us > 0 else 0
+    if us < _MID_US:
+        return _FINE_US + int(us - _FINE_US) // 10
+    if us < _COARSE_US:
+        return _FINE_US + (_MID_US - _FINE_US) // 10 + int(us - _MID_US) // 1000
+    return _N_BINS - 1
+
+
+def _lower_edge(index: np.ndarray) -> np.ndarray:
+    i = index.astype(np.float64)
+    mid0 = _FINE_US + (_MID_US - _FINE_US) // 10
+    return np.where(
+        i < _FINE_US,
+        i,
+        np.where(i < mid0, _FINE_US + (i - _FINE_US) * 10, _MID_US + (i - mid0) * 1000),
+    )
+
+
+class Histogram:
+    """Samples in microseconds (>= 0; negative values count as 0)."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(_N_BINS, dtype=np.int64)
+        self.n = 0
+        self.max = 0.0
+        self.total = 0.0
+
+    def add(self, us: float) -> None:
+        """One sample (us)."""
+        self.counts[_bin(us)] += 1
+        self.n += 1
+        self.total += us
+        if us > self.max:
+            self.max = us
+
+    def merge(self, other: Histogram) -> None:
+        """Add another histogram's samples."""
+        self.counts += other.counts
+        self.n += other.n
+        self.total += other.total
+        self.max = max(self.max, other.max)
+
+    def clear(self) -> None:
+        """Forget every sample."""
+        self.counts[:] = 0
+        self.n = 0
+        self.max = 0.0
+        self.total = 0.0
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-th percentile (0..100, us): lower edge of its bin; 0 without samples."""
+        if self.n == 0:
+            return 0.0
+        if q >= 100.0:
+            return self.max
+        rank = q / 100.0 * self.n
+        idx = int(np.searchsorted(np.cumsum(self.counts), rank, side="right"))
+        idx = min(idx, _N_BINS - 1)
+        return float(min(_lower_edge(np.array([idx]))[0], self.max))
+
+    def count_above(self, us: float) -> int:
+        """Samples in bins at or above the one of ``us``."""
+        return int(self.counts[_bin(us) :].sum())
+
 
 class LoopStats:
     """Collects per-tick timing of a loop running at ``rate_hz``.
 
-    Jitter is the lateness of each wake-up relative to its absolute deadline (us). A ring buffer keeps the
-    last ``window`` samples for the percentiles; counts are cumulative since start.
+    Lateness is how late each wake-up is relative to its absolute deadline (us); a gap is the wall time
+    between two consecutive tick starts (us; one period when on time); an overrun is a tick whose work ended
+    after the next deadline. The controller figures are the wall time of a controller step called in the
+    loop (us) and its overruns: steps longer than half a period (its budget). Whole-run figures, and the
+    same for the last completed second (:meth:`roll`, called once per second by the driver).
     """
 
-    def __init__(self, rate_hz: float, window: int = 60_000) -> None:
+    def __init__(self, rate_hz: float, window: int = 0) -> None:
+        del window  # (the ring buffer this replaced; kept for callers passing it)
         self.rate_hz = rate_hz
-        self._jitter = np.zeros(window)
+        self.period_us = 1e6 / rate_hz
+        self.lateness = Histogram()
+        self.gap = Histogram()
+        self.controller = Histogram()
+        self._sec_lateness = Histogram()
+        self._sec_gap = Histogram()
+        self._sec_controller = Histogram()
+        self._last_second: dict[str, float | int] = {}
+        self._sec_overruns = 0
+        self._sec_controller_overruns = 0
         self._n = 0
         self.overruns = 0
+        self.controller_overruns = 0
         self._t_first: float | None = None
         self._t_last = 0.0
         self._sim_first: float | None = None
@@ -29,9 +122,29 @@ class LoopStats:
         now = time.perf_counter() if now is None else now
         if self._t_first is None:
             self._t_first = now
+        else:
+            gap = (now - self._t_last) * 1e6
+            self.gap.add(gap)
+            self._sec_gap.add(gap)
         self._t_last = now
-        self._jitter[self._n % self._jitter.size] = lateness_s * 1e6
+        us = lateness_s * 1e6
+        self.lateness.add(us)
+        self._sec_lateness.add(us)
         self._n += 1
+
+    def record_overrun(self) -> None:
+        """The tick's work ended after the next deadline."""
+        self.overruns += 1
+        self._sec_overruns += 1
+
+    def record_controller(self, duration_s: float) -> None:
+        """Wall time of one controller step called in the loop (s)."""
+        us = duration_s * 1e6
+        self.controller.add(us)
+        self._sec_controller.add(us)
+        if us > 0.5 * self.period_us:
+            self.controller_overruns += 1
+            self._sec_controller_overruns += 1
 
     def record_sim_time(self, sim_time: float) -> None:
         """Record the backend clock after the tick (s), for the real-time factor."""
@@ -44,22 +157,58 @@ class LoopStats:
         """Ticks recorded."""
         return self._n
 
-    def summary(self) -> dict[str, float | int]:
-        """Timing summary.
+    def roll(self) -> None:
+        """Close the current second: its figures become the ``*_last_s`` keys; a new second starts."""
+        n = self._sec_lateness.n
+        self._last_second = {
+            "ticks_last_s": n,
+            "overruns_last_s": self._sec_overruns,
+            "overruns_pct_last_s": round(100.0 * self._sec_overruns / n, 4) if n else 0.0,
+            "lateness_us_p99_last_s": self._sec_lateness.percentile(99),
+            "lateness_us_max_last_s": round(self._sec_lateness.max, 1),
+            "max_gap_us_last_s": round(self._sec_gap.max, 1),
+            "controller_us_p99_last_s": self._sec_controller.percentile(99),
+            "controller_us_max_last_s": round(self._sec_controller.max, 1),
+            "controller_overruns_last_s": self._sec_controller_overruns,
+        }
+        self._sec_lateness.clear()
+        self._sec_gap.clear()
+        self._sec_controller.clear()
+        self._sec_overruns = 0
+        self._sec_controller_overruns = 0
 
-        ``rate_hz`` (achieved), ``jitter_us_median/p99/max``, ``overruns``, ``ticks``, ``realtime_factor``.
+    def summary(self) -> dict[str, float | int]:
+        """Timing summary (whole run, and the last completed second).
+
+        ``rate_hz`` (achieved), ``jitter_us_median/p99/max`` (the lateness, under its earlier name),
+        ``lateness_us_p50/p90/p99/p999/max``, ``overruns``, ``overruns_pct``, ``max_gap_us``, ``ticks``,
+        ``realtime_factor``, ``controller_steps``, ``controller_us_median/p99/max``, ``controller_overruns``,
+        and the ``*_last_s`` keys of :meth:`roll`.
         """
-        n = min(self._n, self._jitter.size)
-        jitter = self._jitter[:n] if n else np.zeros(1)
+        lat = self.lateness
         wall = self._t_last - (self._t_first or self._t_last)
         rate = (self._n - 1) / wall if wall > 0 else 0.0
         sim = self._sim_last - (self._sim_first if self._sim_first is not None else self._sim_last)
-        return {
+        out: dict[str, float | int] = {
             "rate_hz": rate,
-            "jitter_us_median": float(np.median(jitter)),
-            "jitter_us_p99": float(np.percentile(jitter, 99)),
-            "jitter_us_max": float(np.max(jitter)),
+            "jitter_us_median": lat.percentile(50),
+            "jitter_us_p99": lat.percentile(99),
+            "jitter_us_max": round(lat.max, 1),
+            "lateness_us_p50": lat.percentile(50),
+            "lateness_us_p90": lat.percentile(90),
+            "lateness_us_p99": lat.percentile(99),
+            "lateness_us_p999": lat.percentile(99.9),
+            "lateness_us_max": round(lat.max, 1),
             "overruns": self.overruns,
+            "overruns_pct": round(100.0 * self.overruns / self._n, 4) if self._n else 0.0,
+            "max_gap_us": round(self.gap.max, 1),
             "ticks": self._n,
             "realtime_factor": sim / wall if wall > 0 else 0.0,
+            "controller_steps": self.controller.n,
+            "controller_us_median": self.controller.percentile(50),
+            "controller_us_p99": self.controller.percentile(99),
+            "controller_us_max": round(self.controller.max, 1),
+            "controller_overruns": self.controller_overruns,
         }
+        out.update(self._last_second)
+        return out

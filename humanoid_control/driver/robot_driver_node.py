@@ -25,6 +25,14 @@ Topics (see docs/architecture.md for the whole contract):
 - simulators: ``scene`` (a world file: markers, boxes, a heightfield; ``humanoid_control/hardware/scene.py``)
   and ``initial_pose`` ([x, y, yaw] in the world frame: where the robot starts and respawns).
 
+Real-time path (docs/realtime.md): ``in_loop_controller`` (none | joint_hold | policy | wbc) calls that
+controller's core from this loop, in this process (its node, created here too, stays its ROS interface);
+``thread_priority`` (SCHED_FIFO, ``auto``: 50 with a controller in the loop in realtime, else none),
+``process_priority``, ``cpu_affinity``, ``lock_memory`` and ``gc_in_slack`` set up the loop thread, with a
+warning and a normal thread where the system refuses; ``publish_rate_hz`` thins the tooling streams
+(``/joint_states``, ``/imu/data``, ``/clock``, ground truth), which with a controller in the loop are
+published after the command is written; ground truth and contacts are computed only while subscribed.
+
 Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
 simulated time, and once a controller is active each tick waits until the command answering that tick's
 ``/joint_states`` (same ``header.stamp`` or later) has arrived, or ``lockstep_timeout_s`` of wall time passed.
@@ -37,6 +45,9 @@ in one class where the lock discipline reads in one place; the pure parts are el
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import gc
 import json
 import math
 import sys
@@ -62,7 +73,25 @@ from humanoid_control.driver.driver_core import (
     validate_command,
     validate_gains,
 )
-from humanoid_control.driver.loop_stats import LoopStats
+from humanoid_control.driver.in_loop import (
+    IN_LOOP_CONTROLLERS,
+    InLoopController,
+    InLoopState,
+    parse_node_parameters,
+)
+from humanoid_control.driver.loop_stats import Histogram, LoopStats
+from humanoid_control.driver.realtime import (
+    AUTO_PROCESS_PRIORITY,
+    AUTO_THREAD_PRIORITY,
+    AppliedSettings,
+    RealtimeSettings,
+    SlackCollector,
+    apply_to_loop_thread,
+    parse_cpus,
+    parse_priority,
+    sleep_until,
+    unlock_all_memory,
+)
 from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
 from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
@@ -198,6 +227,7 @@ class RobotDriverNode(QuietNode):
             ),
             seed=declare(self, "imu_seed", 0, "noise seed", 0, 2**31 - 1),
         )
+        self._declare_realtime(rate)
         if self.clock_mode not in CLOCK_MODES:
             raise ValueError(f"parameter clock: '{self.clock_mode}' is not one of {', '.join(CLOCK_MODES)}")
         if self.hardware not in BACKENDS:
@@ -206,6 +236,11 @@ class RobotDriverNode(QuietNode):
             )
 
         self.config = load_robot_config(self.robot_name)
+        if self.physics_timestep > 0:
+            self.config = dataclasses.replace(
+                self.config,
+                simulation=dataclasses.replace(self.config.simulation, timestep=self.physics_timestep),
+            )
         self.settings = DriverSettings(
             rate_hz=rate,
             watchdog_ticks=watchdog,
@@ -366,6 +401,10 @@ class RobotDriverNode(QuietNode):
         self._running = True
         self._last_mode = None
         self.realtime_commands_late = 0
+        self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
+        self._state_keys: collections.deque[int] = collections.deque()
+        self._last_applied_key = -(2**62)
+        self.state_to_command = Histogram()
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         stream = tick_stream_qos()  # per-tick streams (see lockstep.tick_stream_qos)
@@ -437,8 +476,146 @@ class RobotDriverNode(QuietNode):
             f"robot {self.config.name}: {self.config.num_joints} joints, hardware={self.hardware}, "
             f"clock={self.clock_mode}, {rate:g} Hz, watchdog {watchdog} ticks"
         )
+        self.extra_nodes: list[Any] = []
+        self.in_loop: InLoopController | None = None
+        if self.in_loop_kind != "none":
+            self.in_loop = self._make_in_loop_controller()
+            self.extra_nodes.append(self.in_loop)
+        self.rt_applied = AppliedSettings()
         self._thread = threading.Thread(target=self._loop, name="rt_loop", daemon=True)
         self._thread.start()
+
+    def _declare_realtime(self, rate: float) -> None:
+        """The real-time path's parameters (module docstring, docs/realtime.md); bad values raise."""
+        from rcl_interfaces.msg import ParameterDescriptor
+
+        self.in_loop_kind = declare(
+            self,
+            "in_loop_controller",
+            "none",
+            f"controller called from this loop, in this process: {' | '.join(IN_LOOP_CONTROLLERS)} (its node "
+            "is created here as its ROS interface)",
+            read_only=True,
+        )
+        if self.in_loop_kind not in IN_LOOP_CONTROLLERS:
+            raise ValueError(
+                f"parameter in_loop_controller: '{self.in_loop_kind}' is not one of "
+                f"{', '.join(IN_LOOP_CONTROLLERS)}"
+            )
+        raw = declare(
+            self,
+            "in_loop_parameters",
+            "",
+            "parameters of the in-loop controller's node: name=value pairs separated by ';' (e.g. "
+            "'policy=holosoma/g1_ppo;autostart=true'; true/false, numbers and text), or a JSON object",
+            read_only=True,
+        )
+        params = parse_node_parameters(raw)  # ValueError names the bad pair
+        self.in_loop_parameters: dict[str, Any] = params
+        in_loop_rt = self.in_loop_kind != "none" and self.clock_mode == "realtime"
+        priorities = {}
+        for name, auto, what in (
+            ("thread_priority", AUTO_THREAD_PRIORITY, "the loop thread"),
+            ("process_priority", AUTO_PROCESS_PRIORITY, "the process's other threads (executor, DDS)"),
+        ):
+            value = self.declare_parameter(
+                name,
+                "auto",
+                ParameterDescriptor(
+                    description=f"SCHED_FIFO priority of {what}: 1..99, 0 = normal scheduling, auto = "
+                    f"{auto} with a controller in the loop in realtime, else 0",
+                    read_only=True,
+                    dynamic_typing=True,
+                ),
+            ).value
+            priorities[name] = parse_priority(name, value, in_loop_rt, auto)  # RealtimeSettingError
+        cpus = parse_cpus(
+            declare(
+                self,
+                "cpu_affinity",
+                [-1],
+                "CPUs the loop thread runs on ([-1]: any)",
+                read_only=True,
+            )
+        )
+        self.rt_settings = RealtimeSettings(
+            thread_priority=priorities["thread_priority"],
+            process_priority=priorities["process_priority"],
+            cpu_affinity=cpus,
+            lock_memory=declare(
+                self, "lock_memory", False, "mlockall the process's memory (no page faults)", read_only=True
+            ),
+            gc_in_slack=declare(
+                self,
+                "gc_in_slack",
+                True,
+                "freeze the start-up objects and collect garbage only in the loop's slack between ticks",
+                read_only=True,
+            ),
+        )
+        publish_rate = declare(
+            self,
+            "publish_rate_hz",
+            0.0,
+            "rate of /joint_states, /imu/data, /clock and ground truth (Hz; a whole divisor of rate_hz; 0: "
+            "every tick)",
+            0.0,
+            2000.0,
+            read_only=True,
+        )
+        self.publish_every = 1
+        if publish_rate > 0:
+            every = rate / publish_rate
+            if abs(every - round(every)) > 1e-6 or round(every) < 1:
+                raise ValueError(
+                    f"parameter publish_rate_hz: {publish_rate:g} Hz does not divide rate_hz {rate:g} Hz"
+                )
+            self.publish_every = round(every)
+        self.physics_timestep = declare(
+            self,
+            "physics_timestep_s",
+            0.0,
+            "simulators: physics step (s; 0: the robot configuration's); the loop period must be a whole "
+            "number of them",
+            0.0,
+            0.01,
+            read_only=True,
+        )
+
+    def _make_in_loop_controller(self) -> Any:
+        """The in-loop controller's node, in this process, its parameters from ``in_loop_parameters``."""
+        from rclpy.parameter import Parameter
+
+        params = dict(self.in_loop_parameters)
+        params.setdefault("robot", self.robot_name)
+        try:
+            overrides = [Parameter(k, value=v) for k, v in params.items()]
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"parameter in_loop_parameters: {exc}") from None
+        kwargs = dict(context=self.context, parameter_overrides=overrides, use_global_arguments=False)
+        if self.in_loop_kind == "joint_hold":
+            from humanoid_control.driver.joint_hold_node import JointHoldNode
+
+            return JointHoldNode(in_loop=True, **kwargs)
+        if self.in_loop_kind == "wbc":
+            from humanoid_control.wbc.wbc_node import WbcNode
+
+            return WbcNode(in_loop=True, in_loop_lockstep=self.clock_mode == "lockstep", **kwargs)
+        from humanoid_policy.policy_runner_node import PolicyRunnerNode
+
+        return PolicyRunnerNode(in_loop_gains=self._set_gains_in_process, **kwargs)
+
+    def _set_gains_in_process(self, kp: list[float], kd: list[float]) -> str | None:
+        """The in-loop policy's gains: the ``command_kp`` / ``command_kd`` parameters, set here."""
+        from rclpy.parameter import Parameter
+
+        result = self.set_parameters_atomically(
+            [
+                Parameter("command_kp", Parameter.Type.DOUBLE_ARRAY, kp),
+                Parameter("command_kd", Parameter.Type.DOUBLE_ARRAY, kd),
+            ]
+        )
+        return None if result.successful else result.reason
 
     # ------------------------------------------------------------------ callbacks
     def _on_set_parameters(self, params: list[Any]) -> Any:
@@ -666,12 +843,31 @@ class RobotDriverNode(QuietNode):
                 return
             time.sleep(0.01)
 
+    def _apply_realtime(self) -> SlackCollector | None:
+        """Loop thread, at its start: the real-time settings (warnings where the system refuses)."""
+        self.rt_applied = apply_to_loop_thread(self.rt_settings)
+        for why in self.rt_applied.warnings:
+            self.get_logger().warning(f"real-time setting refused: {why}")
+        a = self.rt_applied
+        if a.thread_priority or a.process_priority or a.cpu_affinity or a.lock_memory:
+            self.get_logger().info(
+                f"loop thread: SCHED_FIFO {a.thread_priority or 'off'}, other threads "
+                f"{a.process_priority or 'unchanged'}, CPUs {list(a.cpu_affinity) or 'any'}, memory "
+                f"{'locked' if a.lock_memory else 'not locked'}"
+            )
+        if not a.gc_in_slack:
+            return None
+        return SlackCollector(min_slack_s=min(self.rt_settings.gc_min_slack_s, 0.4 * self.period))
+
     def _run_loop(self) -> None:
         realtime = self.clock_mode == "realtime"
         if not realtime and self.wait_for_subscribers > 0:
             self._wait_for_subscribers()
+        collector = self._apply_realtime()
+        in_loop = self.in_loop
         next_deadline = time.perf_counter()
         last_diag = 0.0
+        last_roll = time.perf_counter()
         while self._running and rclpy.ok(context=self.context):
             if self.paused:
                 with self.command_arrived:
@@ -680,7 +876,7 @@ class RobotDriverNode(QuietNode):
                 next_deadline = time.perf_counter()
                 continue
             if realtime:
-                lateness = _sleep_until(next_deadline, self.spin_margin)
+                lateness = sleep_until(next_deadline, self.spin_margin)
                 tick_start = time.perf_counter()
                 self.stats.record_wake(lateness, tick_start)
             else:
@@ -692,13 +888,32 @@ class RobotDriverNode(QuietNode):
             state = self.backend.read()
             self.backend_state = state
             self._check_backend()
-            self._publish_state(state)
+            publish = self.core.tick % self.publish_every == 0
+            # an external controller (and a lockstep peer) needs the state now; with the controller in the
+            # loop, realtime publishes it after the command is written (tooling, off the critical path), and
+            # lockstep after the controller's step (its mirrored command goes out before the state)
+            deferred = publish and in_loop is not None and realtime
+            if in_loop is None:
+                if publish:
+                    self._publish_state(state)
+                self._mark_state(state.stamp)
+            else:
+                self._mark_state(state.stamp)
+                self._step_in_loop(in_loop, state)
+                if publish and not deferred:
+                    in_loop.in_loop_mirror()
+                    self._publish_state(state)
             with self.command_arrived:
                 # realtime: give a streaming controller a short, deadline-bounded chance to answer this tick.
                 # Waiting on the condition also hands the GIL to the executor thread, which takes the
                 # commands; a loop running behind schedule would otherwise starve it while it counts ticks
                 # towards the watchdog (measured: watchdog trips with a controller answering every tick).
-                if realtime and self.realtime_command_wait > 0 and self._controller_streaming():
+                if (
+                    realtime
+                    and in_loop is None
+                    and self.realtime_command_wait > 0
+                    and self._controller_streaming()
+                ):
                     limit = min(
                         tick_start + self.realtime_command_wait,
                         next_deadline + self.period - 0.5 * self.period,
@@ -721,7 +936,7 @@ class RobotDriverNode(QuietNode):
                 # lockstep: every peer acknowledges the tick (its outputs for it are published) before time
                 # moves
                 dropped: list[str] = []
-                if not realtime and self.peers.acked:
+                if not realtime and publish and self.peers.acked:
                     deadline = time.perf_counter() + self.peer_timeout
                     while missing := self.peers.missing(state.stamp):
                         if not (self._running and rclpy.ok(context=self.context)):
@@ -737,6 +952,7 @@ class RobotDriverNode(QuietNode):
                 if waited and self.latest_command_stamp < state.stamp - 1e-9 and self._controller_streaming():
                     self.lockstep_timeouts += 1
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
+                self._mark_applied()
                 mode, reason = self.core.mode, self.core.mode_reason
                 switches = self._finished_switches(state.stamp)
                 push, self._pending_push = self._pending_push, None
@@ -749,6 +965,9 @@ class RobotDriverNode(QuietNode):
                 )
                 self._publish_lockstep()
             self.backend.write(command)
+            if deferred:
+                self._publish_state(state)
+                in_loop.in_loop_mirror()  # type: ignore[union-attr]
             for rec in switches:
                 self._publish_switch(rec)
             if push is not None:
@@ -763,6 +982,9 @@ class RobotDriverNode(QuietNode):
             if mode != self._last_mode:
                 self._publish_mode(mode, reason)
             now = time.perf_counter()
+            if now - last_roll >= 1.0:
+                self.stats.roll()
+                last_roll = now
             if now - last_diag >= 1.0 or mode != self._last_mode:
                 self._publish_diagnostics()
                 last_diag = now
@@ -776,9 +998,70 @@ class RobotDriverNode(QuietNode):
                 next_deadline += self.period
                 done = time.perf_counter()
                 if done > next_deadline:
-                    self.stats.overruns += 1
+                    self.stats.record_overrun()
                     if done > next_deadline + self.period:  # far behind: skip missed ticks, don't burst
                         next_deadline = done
+                if collector is not None:
+                    collector.maybe_collect(next_deadline)
+            elif collector is not None:
+                collector.maybe_collect(math.inf)
+
+    def _mark_state(self, stamp: float) -> None:
+        """Loop thread: the state of ``stamp`` went out (published, or handed to the in-loop controller)."""
+        key = round(stamp * 1e9)
+        self._state_out[key] = time.perf_counter()
+        self._state_keys.append(key)
+        if len(self._state_keys) > 256:
+            self._state_out.pop(self._state_keys.popleft(), None)
+
+    def _mark_applied(self) -> None:
+        """Loop thread, lock held, after the core's update: a command answering a state not yet answered was
+        applied now; its latency from that state going out is recorded (``state_to_command_us_*``)."""
+        cmd = self.core.last_command
+        if cmd is None or self.core.mode != DriverMode.ACTIVE:
+            return
+        key = round(cmd.stamp * 1e9)
+        if key <= self._last_applied_key:
+            return
+        self._last_applied_key = key
+        sent = self._state_out.get(key)
+        if sent is not None:
+            self.state_to_command.add((time.perf_counter() - sent) * 1e6)
+
+    def _step_in_loop(self, controller: InLoopController, state: Any) -> None:
+        """Loop thread: the in-loop controller answers this tick's state; its command goes to the core as a
+        ``/joint_commands`` message would (lockstep needs no wait: the answer is there)."""
+        t0 = time.perf_counter()
+        view = InLoopState(
+            stamp=state.stamp,
+            q=state.q,
+            dq=state.dq,
+            imu_quat=state.imu_quat,
+            gyro=state.gyro,
+            driver_mode=self.core.mode.value,
+            accel=state.accel,
+            tau=state.tau,
+        )
+        try:
+            command = controller.in_loop_step(view)
+        except CommandError as exc:
+            command = None
+            with self.lock:
+                self.core.refuse(str(exc))
+            self.get_logger().warning(f"refused the in-loop command: {exc}", throttle_duration_sec=1.0)
+        except Exception as exc:  # a failing controller must not take the loop (and its safety) down
+            command = None
+            with self.lock:
+                if self.core.mode != DriverMode.DAMPING:
+                    self.core.fault(f"in-loop controller failed: {exc!r}")
+                    self.get_logger().error(f"in-loop controller failed: {exc!r}; damping")
+        self.stats.record_controller(time.perf_counter() - t0)
+        if command is None:
+            return
+        with self.command_arrived:
+            self.core.submit(command)
+            self.latest_command_stamp = max(self.latest_command_stamp, command.stamp)
+            self.last_seen_command_tick = self.core.tick
 
     _joy_tick = 0
 
@@ -863,6 +1146,8 @@ class RobotDriverNode(QuietNode):
         if not self.backend.simulated:
             return
         self.pub_clock.publish(Clock(clock=stamp))
+        if not self._truth_subscribed():
+            return  # nobody listens: the ground truth and contact wrenches are not computed
         truth = self.backend.ground_truth()
         if truth is None:
             return
@@ -885,6 +1170,20 @@ class RobotDriverNode(QuietNode):
             w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = wrench.force.tolist()
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench.torque.tolist()
             self.pub_contacts[side].publish(w)
+
+    _truth_checked = -math.inf
+    _truth_wanted = True
+
+    def _truth_subscribed(self) -> bool:
+        """Someone reads ``/sim/ground_truth`` or a contact topic (checked every tick in lockstep, every
+        0.1 s of wall time in realtime)."""
+        now = time.perf_counter()
+        if self.clock_mode == "lockstep" or now - self._truth_checked >= 0.1:
+            self._truth_checked = now
+            self._truth_wanted = self.pub_truth.get_subscription_count() > 0 or any(
+                pub.get_subscription_count() > 0 for pub in self.pub_contacts.values()
+            )
+        return self._truth_wanted
 
     def _publish_push(self, force: tuple[float, float, float], stamp: float) -> None:
         """A push starting (its force) or ending (zero force) at ``stamp`` (s, simulated time)."""
@@ -934,6 +1233,14 @@ class RobotDriverNode(QuietNode):
                 "realtime_commands_late": self.realtime_commands_late,
             }
         values.update(self.stats.summary())
+        lat = self.state_to_command
+        values["state_to_command_us_p50"] = lat.percentile(50)
+        values["state_to_command_us_p99"] = lat.percentile(99)
+        values["state_to_command_us_max"] = round(lat.max, 1)
+        values["state_to_command_samples"] = lat.n
+        values["in_loop_controller"] = self.in_loop_kind
+        values["publish_every_ticks"] = self.publish_every
+        values.update(self.rt_applied.as_dict())
         backend_diag = getattr(self.backend, "diagnostics", None)
         if backend_diag is not None:
             values.update({f"hw_{k}": v for k, v in backend_diag().items()})
@@ -955,7 +1262,21 @@ class RobotDriverNode(QuietNode):
         else:
             status.level, status.message = DiagnosticStatus.OK, core.mode.value
         status.values = [KeyValue(key=k, value=_fmt(v)) for k, v in values.items()]
-        msg = DiagnosticArray(status=[status])
+        statuses = [status]
+        if self.in_loop is not None:
+            # named after the controller's node (tools that read the driver's status by its name prefix
+            # see the loop's status alone)
+            ctl = DiagnosticStatus(
+                name=f"{self.in_loop.get_name()}: in the driver's loop",  # type: ignore[attr-defined]
+                hardware_id=f"{self.config.name}/{self.in_loop_kind}",
+            )
+            keys = [k for k in values if k.startswith("controller_")]
+            over = values.get("controller_overruns", 0)
+            ctl.level = DiagnosticStatus.WARN if over else DiagnosticStatus.OK
+            ctl.message = f"{self.in_loop_kind}: {over} steps over half a period"
+            ctl.values = [KeyValue(key=k, value=_fmt(values[k])) for k in keys]
+            statuses.append(ctl)
+        msg = DiagnosticArray(status=statuses)
         msg.header.stamp = to_time_msg(self.backend_time())
         self.pub_diag.publish(msg)
 
@@ -965,6 +1286,10 @@ class RobotDriverNode(QuietNode):
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=2.0)
         self.backend.close()
+        if self.rt_applied.gc_in_slack:
+            gc.enable()
+        if self.rt_applied.lock_memory:
+            unlock_all_memory()
 
 
 #: /joy layout of the robot's remote (joy_node's Xbox layout, which modes/joy_mapping.py expects): button
@@ -1004,23 +1329,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-def _sleep_until(deadline: float, spin_margin: float) -> float:
-    """Sleep to an absolute ``time.perf_counter()`` deadline (busy-wait the last ``spin_margin`` s).
-
-    Returns the lateness (s) of the wake-up relative to the deadline (>= 0).
-    """
-    remaining = deadline - time.perf_counter()
-    if remaining > spin_margin:
-        time.sleep(remaining - spin_margin)
-    else:
-        # late or nearly: still hand the GIL over once, so the executor thread can take the commands that
-        # arrived (a loop running behind would otherwise hold it for whole switch intervals, 5 ms each)
-        time.sleep(0)
-    while time.perf_counter() < deadline:
-        pass
-    return max(0.0, time.perf_counter() - deadline)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -178,6 +178,10 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
             print(f"{program}: error: {exc}", flush=True)
             raise SystemExit(2) from None
         executor = make_executor()
+        # nodes the node created in its process (a controller called from the driver's loop, with its node
+        # as the ROS interface) go first: their callbacks are served before the node's own in a wait set
+        for extra in getattr(node, "extra_nodes", ()):
+            executor.add_node(extra)
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -194,6 +198,11 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
             close = getattr(node, "close", None)
             if close is not None:
                 close()
+            for extra in getattr(node, "extra_nodes", ()):
+                extra_close = getattr(extra, "close", None)
+                if extra_close is not None:
+                    extra_close()
+                extra.destroy_node()
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

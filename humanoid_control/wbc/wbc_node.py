@@ -27,11 +27,21 @@ lockstep ticks; ``~/start`` sets the driver's gains again (``gain_profile``, and
 ``command_kd`` cleared, which another controller may have set) and commands once the driver took them;
 ``~/stop`` stops commanding and asks ``<driver>/hold``. States and the failure policy:
 :mod:`humanoid_control.wbc.runner`; on ``fault`` the node calls ``<driver>/estop``.
+
+In the driver's loop (driver parameter ``in_loop_controller: wbc``, docs/realtime.md): the driver creates this
+node in its process; its loop calls :meth:`WbcNode.in_loop_step` every tick with the measured joint state, and
+with ``estimate_in_loop`` (the default) the base state comes from the state estimator's core run in the same
+step on the tick's IMU sample and joint state (``StateEstimator``, the estimator node's default noise and
+``flat_ground_std``), so the QP answers the tick with the estimate of that tick and depends on no other
+process; otherwise it answers with the latest ``/odom`` (the estimator's answer to the previous tick: in
+lockstep the step waits for it, at most ``pending_timeout_s``). No ``/joint_states`` subscription, no lockstep
+peer, no markers; the commands are mirrored on ``~/joint_commands``.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -46,10 +56,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from humanoid_control.driver.driver_core import JointCommand
+from humanoid_control.driver.in_loop import InLoopState, checked_command
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.controller import StandingController
@@ -65,8 +77,22 @@ except ImportError:  # pragma: no cover - depends on the installation
 class WbcNode(QuietNode):
     """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`."""
 
-    def __init__(self, node_name: str = "wbc_controller") -> None:
-        super().__init__(node_name)
+    def __init__(
+        self,
+        node_name: str = "wbc_controller",
+        in_loop: bool = False,
+        in_loop_lockstep: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """``in_loop``: called from the driver's loop in its process (module docstring); ``in_loop_lockstep``:
+        the driver runs in lockstep (each step waits for the ``/odom`` of the previous tick)."""
+        super().__init__(node_name, **kwargs)
+        self.in_loop = in_loop
+        self.in_loop_lockstep = in_loop and in_loop_lockstep
+        self._lock = threading.RLock()  # in the loop: the loop thread and the executor share the runner
+        self._odom_arrived = threading.Condition(self._lock)
+        self._prev_t: float | None = None
+        self._last_cmd: tuple[float, Any] | None = None
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
         self.driver = declare(
             self, "driver", "/robot_driver", "robot driver node name", read_only=True
@@ -107,7 +133,7 @@ class WbcNode(QuietNode):
             1e-6,
             declare(self, "marker_rate_hz", 10.0, "MarkerArray rate (Hz, driver clock); 0 = off", 0.0, 500.0),
         )
-        self.markers_on = self.marker_period < 1e5 and MarkerArray is not None
+        self.markers_on = self.marker_period < 1e5 and MarkerArray is not None and not in_loop
         self.config = load_robot_config(robot)
         self.controller = self._make_controller(balance, command)
         self.runner = WbcRunner(self.controller, runner_settings)
@@ -136,11 +162,41 @@ class WbcNode(QuietNode):
             "is out",
             read_only=True,
         )
+        self.estimator: Any = None
+        estimate = declare(
+            self,
+            "estimate_in_loop",
+            True,
+            "in the driver's loop: estimate the base state in the step (the state estimator's core) instead "
+            "of reading /odom",
+            read_only=True,
+        )
+        flat = declare(
+            self,
+            "flat_ground_std",
+            0.01,
+            "estimate_in_loop: std (m) of the estimator's flat-ground prior; 0 = off",
+            0.0,
+            1.0,
+            read_only=True,
+        )
+        if in_loop:
+            self.lockstep = False  # called synchronously by the driver's loop: not a peer
+            if estimate:
+                from humanoid_control.estimation.ekf import EstimatorNoise
+                from humanoid_control.estimation.estimator import StateEstimator
+
+                self.estimator = StateEstimator(
+                    self.config, EstimatorNoise(ground_height=flat if flat > 0 else None)
+                )
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
-        self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
+        if in_loop:  # commands mirrored for tooling (the driver takes them directly)
+            self.pub_cmd = self.create_publisher(JointState, "~/joint_commands", reliable)
+        else:
+            self.pub_cmd = self.create_publisher(JointState, "/joint_commands", reliable)
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.pub_markers = self.create_publisher(MarkerArray, "/wbc/markers", 10) if self.markers_on else None
@@ -154,8 +210,10 @@ class WbcNode(QuietNode):
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
-        self.create_subscription(Odometry, "/odom", self._on_odom, deep)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, deep)
+        if self.estimator is None:  # (estimating in the loop: /odom is not read)
+            self.create_subscription(Odometry, "/odom", self._on_odom, deep)
+        if not in_loop:
+            self.create_subscription(JointState, "/joint_states", self._on_joint_states, deep)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
@@ -231,6 +289,10 @@ class WbcNode(QuietNode):
 
     # ------------------------------------------------------------------ inputs
     def _on_driver_mode(self, msg: String) -> None:
+        with self._lock:
+            self._driver_mode(msg)
+
+    def _driver_mode(self, msg: String) -> None:
         self.driver_mode = msg.data
         if msg.data == "ramp" and self.runner.state == WbcState.FAULT:
             # the driver was reset or the robot respawned: start over now. (The runner also clears the fault
@@ -250,10 +312,15 @@ class WbcNode(QuietNode):
             np.array([v.x, v.y, v.z]),
             np.array([w.x, w.y, w.z]),
         )
-        if not self.runner.set_odom(sample):
+        with self._odom_arrived:
+            accepted = self.runner.set_odom(sample)
+            self._odom_arrived.notify_all()
+        if not accepted:
             self.get_logger().warning(
                 f"refused /odom: {self.runner.counters.last_refusal}", throttle_duration_sec=1.0
             )
+            return
+        if self.in_loop:
             return
         if self._pending is not None and self._pending[0] <= sample.t + 1e-9:
             pending, self._pending = self._pending, None
@@ -340,8 +407,87 @@ class WbcNode(QuietNode):
             self._last_marker = t
             self._publish_markers(stamp)
 
+    # ------------------------------------------------------------------ in the driver's loop
+    def in_loop_step(self, state: InLoopState) -> JointCommand | None:
+        """Driver's loop thread: the QP's answer to this tick's joint state, with the latest ``/odom``."""
+        with self._odom_arrived:
+            self.driver_mode = state.driver_mode
+            if not self.active:
+                return None
+            prev, self._prev_t = self._prev_t, state.stamp
+            if self.estimator is not None:
+                self._estimate(state)
+            elif self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
+                end = time.monotonic() + self.pending_timeout
+                while self.runner.odom is None or self.runner.odom.t < prev - 1e-9:
+                    remaining = end - time.monotonic()
+                    if remaining <= 0:
+                        self.skipped += 1
+                        break
+                    self._odom_arrived.wait(remaining)
+            t0 = time.perf_counter()
+            cmd = self.runner.update(state.stamp, state.q, state.dq, state.driver_mode)
+            command = None
+            if cmd is not None:
+                command = checked_command(len(self.names), state.stamp, cmd.q, cmd.dq, cmd.tau_ff)
+                self._last_cmd = (state.stamp, command)
+                self.answered += 1
+                res = self.controller.last_output
+                if res is not None:
+                    self._tick_us.append((time.perf_counter() - t0) * 1e6)
+                    self._solve_us.append(res.solve_time_s * 1e6)
+                    self._iterations.append(res.iterations)
+                    self.full_problem_ticks += int(res.full_problem)
+            if self.runner.estop_requested:
+                self.runner.estop_requested = False
+                self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
+                if self.estop_client.service_is_ready():
+                    self.estop_client.call_async(Trigger.Request())
+            self._publish_state()
+            t = state.stamp
+            if t - self._last_diag >= 1.0 or t < self._last_diag:
+                self._last_diag = t
+                self._publish_diagnostics(to_time_msg(t))
+        return command
+
+    def _estimate(self, state: InLoopState) -> None:
+        """The base state of this tick from its IMU sample and joint state (``estimate_in_loop``)."""
+        from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
+
+        accel = state.accel if state.accel is not None else np.array([0.0, 0.0, 9.81])
+        tau = state.tau if state.tau is not None else np.zeros_like(state.q)
+        if not (np.all(np.isfinite(state.gyro)) and np.all(np.isfinite(accel)) and np.all(np.isfinite(tau))):
+            return  # no update: the runner refuses a stale estimate as it would a stale /odom
+        e = self.estimator.step(state.stamp, state.gyro, accel, state.q, tau, state.imu_quat, state.dq)
+        w, x, y, z = _rot_to_quat_wxyz(e.rotation)
+        sample = OdomSample(
+            state.stamp,
+            np.asarray(e.position, dtype=float),
+            np.array([x, y, z, w]),
+            np.asarray(e.linear_velocity, dtype=float),
+            np.asarray(e.angular_velocity, dtype=float),
+        )
+        if not self.runner.set_odom(sample):
+            self.runner.counters.last_refusal = "in-loop estimate refused"
+
+    def in_loop_mirror(self) -> None:
+        """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
+        last = self._last_cmd
+        if last is None:
+            return
+        t, cmd = last
+        out = JointState(
+            name=self.names, position=cmd.q.tolist(), velocity=cmd.dq.tolist(), effort=cmd.tau_ff.tolist()
+        )
+        out.header.stamp = to_time_msg(t)
+        self.pub_cmd.publish(out)
+
     # ------------------------------------------------------------------ services
-    def _on_start(self, _req: Any, resp: Any) -> Any:
+    def _on_start(self, req: Any, resp: Any) -> Any:
+        with self._lock:
+            return self._start(resp)
+
+    def _start(self, resp: Any) -> Any:
         if self.active:
             resp.success, resp.message = True, "already commanding"
             return resp
@@ -353,7 +499,11 @@ class WbcNode(QuietNode):
         self.get_logger().info("start: " + resp.message)
         return resp
 
-    def _on_stop(self, _req: Any, resp: Any) -> Any:
+    def _on_stop(self, req: Any, resp: Any) -> Any:
+        with self._lock:
+            return self._stop(resp)
+
+    def _stop(self, resp: Any) -> Any:
         if not self.active:
             resp.success, resp.message = True, "not commanding"
             return resp
@@ -368,8 +518,9 @@ class WbcNode(QuietNode):
         return resp
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:
-        self.runner.reset()
-        self._publish_state()
+        with self._lock:
+            self.runner.reset()
+            self._publish_state()
         resp.success, resp.message = True, "waiting for fresh input; reset the driver too if it is damping"
         return resp
 
