@@ -89,6 +89,10 @@ class WalkingSettings:
         recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
         recovery_transfer: weight transfer before the capture step's swing (s).
         recovery_min_swing: shortest capture swing (s).
+        cmp_margin: standing and in a capture step, the hip strategy: the CMP may leave the support polygon by this much (m), the
+            difference to the CoP made by a rate of centroidal angular momentum (as
+            :class:`~humanoid_control.wbc.balance.StandingBalance`); 0 turns it off.
+        walk_cmp_margin: the same while walking (m).
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
             Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
             to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
@@ -114,6 +118,8 @@ class WalkingSettings:
     recovery_min_swing: float = 0.25
     recovery_reach: tuple[float, float, float] = (0.4, 0.3, 0.45)
     recovery_offset: float = 0.2
+    cmp_margin: float = 0.06
+    walk_cmp_margin: float = 0.0
 
 
 @dataclass
@@ -367,23 +373,38 @@ class WalkingController:
         p_r = c_r[:2] - cdd_r[:2] / (omega * omega)
         p = p_r + (1.0 + gain) * (xi - xi_r)
         pts = self._support(contacts)
+        margin = s.cmp_margin if ref is None or self._recovering else s.walk_cmp_margin
         if len(pts) >= 3:
-            inner = _offset(pts, _edge_lines(pts), -s.cop_margin)
+            lines = _edge_lines(pts)
+            inner = _offset(pts, lines, -s.cop_margin)
             px, py = _clamp(float(p[0]), float(p[1]), inner)
             if ref is None:  # standing: keep the ZMP on the ray from the DCM away from its reference
                 px, py = _ray_clamp(xi, p - xi, inner, (px, py))
+            mx, my = px, py
+            if margin > 0.0:  # hip strategy: the CMP beyond the CoP, by a moment about the CoM
+                outer = _offset(pts, lines, margin)
+                mx, my = _clamp(float(p[0]), float(p[1]), outer)
+                if ref is None:
+                    mx, my = _ray_clamp(xi, p - xi, outer, (mx, my))
         else:
-            px, py = float(p[0]), float(p[1])
+            px, py = mx, my = float(p[0]), float(p[1])
         w2 = omega * omega
         acc = np.array(
             [
-                w2 * (c[0] - px),
-                w2 * (c[1] - py),
+                w2 * (c[0] - mx),
+                w2 * (c[1] - my),
                 cdd_r[2] + s.kp_height * (c_r[2] - c[2]) + s.kd_height * (cd_r[2] - cd[2]),
             ]
         )
         qp.com.desired_acceleration[:] = acc
-        qp.angular_momentum.reference_rate[:] = 0.0
+        ldot = qp.angular_momentum.reference_rate
+        ldot[:] = 0.0
+        if (mx, my) != (px, py):  # Ldot = (p_cop - c) x F, F = m (cdd + g e_z): the CMP-CoP offset
+            m = dyn.mass
+            fx, fy, fz = m * acc[0], m * acc[1], m * (acc[2] + dyn.gravity)
+            arm_x, arm_y, arm_z = px - float(c[0]), py - float(c[1]), self._ground_z - float(c[2])
+            ldot[0] = arm_y * fz - arm_z * fy
+            ldot[1] = arm_z * fx - arm_x * fz
         rz = _rz(yaw)
         qp.base_orientation.reference[:] = rz
         if qp.torso_orientation is not None:
