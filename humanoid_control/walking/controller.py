@@ -85,12 +85,14 @@ class WalkingSettings:
         capture_tolerance: dead band of that error (m), forward and lateral in the stance sole's frame.
         adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
         adjust_gain: scale of the touchdown move, forward and lateral in the stance sole's frame.
+        adjust_recovery_reach: the moved touchdown may go as far as a capture step (``recovery_reach``),
+            not only the walking step limits (a push while walking).
         recovery_steps: standing, step when the DCM leaves the feet's support polygon.
         recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
         recovery_transfer: weight transfer before the capture step's swing (s).
         recovery_min_swing: shortest capture swing (s).
-        cmp_margin: standing and in a capture step, the hip strategy: the CMP may leave the support polygon by this much (m), the
-            difference to the CoP made by a rate of centroidal angular momentum (as
+        cmp_margin: standing and in a capture step, the hip strategy: the CMP may leave the support polygon
+            by this much (m), the difference to the CoP made by a rate of centroidal angular momentum (as
             :class:`~humanoid_control.wbc.balance.StandingBalance`); 0 turns it off.
         walk_cmp_margin: the same while walking (m).
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
@@ -111,12 +113,13 @@ class WalkingSettings:
     capture_tolerance: tuple[float, float] = (0.0, 0.0)
     adjust_window: tuple[float, float] = (0.1, 0.8)
     adjust_gain: tuple[float, float] = (1.0, 1.0)
+    adjust_recovery_reach: bool = True
     friction: float = 0.3
     recovery_steps: bool = True
     recovery_threshold: float = 0.0
     recovery_transfer: float = 0.05
     recovery_min_swing: float = 0.25
-    recovery_reach: tuple[float, float, float] = (0.4, 0.3, 0.45)
+    recovery_reach: tuple[float, float, float] = (0.4, 0.36, 0.45)
     recovery_offset: float = 0.2
     cmp_margin: float = 0.06
     walk_cmp_margin: float = 0.0
@@ -565,7 +568,8 @@ class WalkingController:
                 err = err * 0.0
             target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
             stance = other_side(side)
-            step, _ = self.planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
+            planner = self.recovery_planner if self.settings.adjust_recovery_reach else self.planner
+            step, _ = planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
             new = np.array([step.pose.x - traj.end.x, step.pose.y - traj.end.y])
             if float(np.hypot(*(new - self._swing_offset))) > 1e-3:
                 self._swing_offset[:] = new

@@ -10,8 +10,13 @@ One step moves ``W`` by the command integrated over the step period ``T = single
 (the exact SE(2) exponential), then puts the swing foot at its nominal place in the new ``W``:
 
 - forward and turn: every step moves ``W`` by ``vx T`` and ``wz T``;
-- sideways: the foot on the side of the motion steps out by ``2 vy T`` and the other foot closes in to the
-  nominal spacing (stepping the inner foot in first would cross the feet's minimum width).
+- sideways: the foot on the side of the motion steps out by ``2 vy T`` and the other foot closes in
+  (stepping the inner foot in first would cross the feet's minimum width). The stance alternates between
+  ``narrow = max(foot_spacing - |vy| T, step_width_min)`` and ``narrow + 2 |vy| T``
+  (:meth:`~humanoid_control.model.robot_config.WalkingSpec.lateral_widths`: ``W`` keeps the narrow width as
+  its spacing), and the swing shortens with ``|vy|`` to ``lateral_single_support`` at ``max_lateral``
+  (:meth:`~humanoid_control.model.robot_config.WalkingSpec.single_support_for`; ``T`` is the plan's own
+  period). A sideways plan without an ``anchor`` starts from ``W`` anchored on its first stance foot.
 
 Every step is then **projected onto the kinematic limits** (:meth:`FootstepPlanner.project`), expressed in
 the stance sole frame (x forward, y towards the swing side, yaw): ``-step_backward <= x <= step_forward``,
