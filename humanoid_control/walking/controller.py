@@ -95,6 +95,10 @@ class WalkingSettings:
             by this much (m), the difference to the CoP made by a rate of centroidal angular momentum (as
             :class:`~humanoid_control.wbc.balance.StandingBalance`); 0 turns it off.
         walk_cmp_margin: the same while walking (m).
+        walk_recovery_threshold: at a touchdown, a DCM this far (m) from the plan's (a push) ends the walk:
+            the controller stands on both feet (capture steps allowed) and walks on once the DCM is back
+            within ``walk_start_radius`` (m) of the middle of the feet; 0 turns it off. Standing, a command
+            starts a walk only from there too.
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
             Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
             to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
@@ -123,6 +127,8 @@ class WalkingSettings:
     recovery_offset: float = 0.2
     cmp_margin: float = 0.06
     walk_cmp_margin: float = 0.0
+    walk_recovery_threshold: float = 0.1
+    walk_start_radius: float = 0.05
 
 
 @dataclass
@@ -230,6 +236,7 @@ class WalkingController:
         )
         self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
         self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
+        self.walk_interruptions: list[tuple[float, float]] = []  # (t, DCM error m): walks ended by a push
         self.pattern_failures = 0  # ZMP preview solves that failed (the last good one kept)
         self.last_pattern_failure = ""
         self.plans: list[tuple[float, FootstepPlan]] = []  # (start time, plan), for plots
@@ -345,7 +352,7 @@ class WalkingController:
         omega = math.sqrt(dyn.gravity / height)
         xi = c[:2] + cd[:2] / omega
         if self.mode == WalkMode.STAND:
-            if not self.active_command().is_zero():
+            if not self.active_command().is_zero() and self._settled(xi):
                 self._start_walking(self._measured_feet())
             elif s.recovery_steps:
                 self._maybe_recovery_step(xi)
@@ -440,6 +447,11 @@ class WalkingController:
         tau = out.tau[qp.v_idx]
         return self.commands.update(out.ok, joints_q, joints_v, qdd, tau)
 
+    def _settled(self, xi: np.ndarray) -> bool:
+        """The DCM ``xi`` (m, odom frame) within ``walk_start_radius`` of the middle of the measured feet: a
+        walk may start."""
+        return float(np.hypot(*(xi - self._stand_reference()[:2]))) <= self.settings.walk_start_radius
+
     def _maybe_recovery_step(self, xi: np.ndarray) -> None:
         """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step
         with the foot on its side, placed by the DCM step adjuster (module docstring)."""
@@ -448,13 +460,18 @@ class WalkingController:
         outside = distance_outside(xi, poly)
         if outside < self.settings.recovery_threshold:
             return
+        self._capture_step(xi, SIDES)
+
+    def _capture_step(self, xi: np.ndarray, sides: tuple[str, ...]) -> bool:
+        """Plan a capture step with the best of ``sides`` for the DCM ``xi`` (m, odom frame) and follow it
+        (mode walk, ``_recovering``); False when no step was found or its preview failed."""
         feet = self._measured_feet()
         sp = self.planner.spec
         transfer = self.settings.recovery_transfer
         # either foot may step: the capture step that keeps the DCM best (captured, off the limits, nearest
         # the offset asked for) wins
         best: tuple[tuple[bool, bool, float], str, StepAdjustment] | None = None
-        for side in SIDES:
+        for side in sides:
             stance = Footstep(other_side(side), feet[other_side(side)])
             cand = self.adjuster.adjust(
                 stance,
@@ -471,14 +488,16 @@ class WalkingController:
             if best is None or score < best[0]:
                 best = (score, side, cand)
         if best is None:
-            return
+            return False
         _, side, adj = best
         swing = min(max(adj.touchdown_in - transfer, self.settings.recovery_min_swing), sp.single_support)
         plan = FootstepPlan(feet, [adj.step], swing, sp.double_support, transfer, projected=[adj.limited])
-        if self._set_plan(plan, self.t):
-            self.recoveries.append((self.t, side, adj))
-            self._recovering = True
-            self.mode = WalkMode.WALK
+        if not self._set_plan(plan, self.t):
+            return False
+        self.recoveries.append((self.t, side, adj))
+        self._recovering = True
+        self.mode = WalkMode.WALK
+        return True
 
     def _zmp_toward(self, stance: Footstep, xi: np.ndarray) -> np.ndarray:
         """Where the DCM law puts the ZMP in single support on ``stance``: the point of its sole polygon
@@ -507,7 +526,7 @@ class WalkingController:
         if i >= len(sched.phases):
             # the plan ended: stand, or walk on if a command came
             feet = dict(sched.final_feet)
-            if self.active_command().is_zero():
+            if self.active_command().is_zero() or not self._settled(xi):
                 self.mode = WalkMode.STAND
                 return None
             self._start_walking(feet)
@@ -520,7 +539,18 @@ class WalkingController:
             self._step_index = phase.step_index
             self._record_touchdown(phase)
             self._swing_offset[:] = 0.0
-            if phase.step_index + 1 < len(sched.plan.steps) or not self.active_command().is_zero():
+            threshold = self.settings.walk_recovery_threshold
+            if threshold > 0.0 and not self._recovering:
+                error = float(np.hypot(*(xi - gen.reference(t).dcm)))
+                if error > threshold:  # pushed: a capture step with the next foot, then stand until settled
+                    self.walk_interruptions.append((t, error))
+                    next_side = other_side(sched.plan.steps[phase.step_index].side)
+                    self.mode = WalkMode.STAND
+                    if not self._capture_step(xi, (next_side,)):
+                        return None
+                    return gen.reference(t)
+            walk_on = not self.active_command().is_zero() and not self._recovering
+            if phase.step_index + 1 < len(sched.plan.steps) or walk_on:
                 feet = self._measured_feet()
                 next_side = other_side(sched.plan.steps[phase.step_index].side)
                 self._replan_steps(feet, next_side, phase.t_start, measured=True)
