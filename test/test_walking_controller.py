@@ -75,3 +75,9 @@ def test_a_backward_push_is_recovered_with_a_capture_step(config) -> None:  # ty
     # comes to rest (the standing target is >= 20 N s front and back)
     settings = WalkingSettings()
     assert survives_walking_push(config, (-1.0, 0.0), 20.0, settings=settings, observe=2.0)
+
+
+def test_a_push_toward_the_stance_foot_while_walking_is_recovered(config) -> None:  # type: ignore[no-untyped-def]
+    # walking at 0.3 m/s, 15 N s to the left at mid single support on the left foot: the swing foot cannot
+    # cross to catch it; it lands, the left foot takes a capture step (or the robot stands), then walks on
+    assert survives_walking_push(config, (0.0, 1.0), 15.0, speed=0.3, stance="left", observe=2.0)

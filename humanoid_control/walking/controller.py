@@ -97,8 +97,8 @@ class WalkingSettings:
         walk_cmp_margin: the same while walking (m).
         walk_recovery_threshold: at a touchdown, a DCM this far (m) from the plan's (a push) ends the walk:
             the controller stands on both feet (capture steps allowed) and walks on once the DCM is back
-            within ``walk_start_radius`` (m) of the middle of the feet; 0 turns it off. Standing, a command
-            starts a walk only from there too.
+            within ``walk_start_radius`` (m) of the middle of the feet and the CoM slower than
+            ``walk_start_speed`` (m/s); 0 turns it off. Standing, a command starts a walk only from there.
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
             Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
             to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
@@ -129,6 +129,7 @@ class WalkingSettings:
     walk_cmp_margin: float = 0.0
     walk_recovery_threshold: float = 0.1
     walk_start_radius: float = 0.05
+    walk_start_speed: float = 0.1
 
 
 @dataclass
@@ -448,9 +449,13 @@ class WalkingController:
         return self.commands.update(out.ok, joints_q, joints_v, qdd, tau)
 
     def _settled(self, xi: np.ndarray) -> bool:
-        """The DCM ``xi`` (m, odom frame) within ``walk_start_radius`` of the middle of the measured feet: a
-        walk may start."""
-        return float(np.hypot(*(xi - self._stand_reference()[:2]))) <= self.settings.walk_start_radius
+        """The DCM ``xi`` (m, odom frame) within ``walk_start_radius`` of the middle of the measured feet and
+        the CoM slower than ``walk_start_speed`` horizontally: a walk may start."""
+        s = self.settings
+        cd = self.qp.dyn.com_velocity
+        if float(np.hypot(cd[0], cd[1])) > s.walk_start_speed:
+            return False
+        return float(np.hypot(*(xi - self._stand_reference()[:2]))) <= s.walk_start_radius
 
     def _maybe_recovery_step(self, xi: np.ndarray) -> None:
         """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step
