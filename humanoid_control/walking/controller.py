@@ -127,7 +127,7 @@ class WalkingSettings:
     recovery_offset: float = 0.2
     cmp_margin: float = 0.06
     walk_cmp_margin: float = 0.0
-    walk_recovery_threshold: float = 0.1
+    walk_recovery_threshold: float = 0.15
     walk_start_radius: float = 0.05
     walk_start_speed: float = 0.1
 
