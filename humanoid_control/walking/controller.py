@@ -29,7 +29,15 @@ trajectory with the same quintic, velocity and acceleration included. At each to
 planned from the *measured* feet (the walking frame anchored on the foot that landed) and the ZMP preview
 is re-solved from the measured CoM position and velocity.
 
-Not yet: pushes while standing (the standing mode does not step), step timing adaptation, yaw momentum.
+Pushes: standing, a DCM beyond the feet's support polygon starts a capture step (``recovery_steps``, the
+foot and its touchdown from :class:`~humanoid_control.walking.step_adjustment.DcmStepAdjuster`, re-targeted
+every tick of the swing); standing and in a capture step the hip strategy lets the CMP leave the support
+polygon by ``cmp_margin``, the difference made by a rate of centroidal angular momentum. Walking, at a
+touchdown a DCM more than ``walk_recovery_threshold`` from the plan's interrupts the walk: a capture step
+with the next foot (or standing), and the walk goes on once the DCM has settled between the feet
+(``walk_start_radius``, ``walk_start_speed``).
+
+Not yet: step timing adaptation while walking, yaw momentum.
 """
 
 from __future__ import annotations
