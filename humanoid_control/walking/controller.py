@@ -107,6 +107,8 @@ class WalkingSettings:
             the controller stands on both feet (capture steps allowed) and walks on once the DCM is back
             within ``walk_start_radius`` (m) of the middle of the feet and the CoM slower than
             ``walk_start_speed`` (m/s); 0 turns it off. Standing, a command starts a walk only from there.
+        wide_start_transfer: the first weight transfer (s) of a walk that starts from feet more than 5 cm
+            from the nominal stance (after a capture step).
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
             Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
             to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
@@ -138,6 +140,7 @@ class WalkingSettings:
     walk_recovery_threshold: float = 0.15
     walk_start_radius: float = 0.05
     walk_start_speed: float = 0.1
+    wide_start_transfer: float = 0.8
 
 
 @dataclass
@@ -304,6 +307,9 @@ class WalkingController:
     def _start_walking(self, feet: dict[str, Pose2D], first_side: str | None = None) -> None:
         cmd = self.active_command()
         plan = self.planner.plan_velocity(feet, cmd, self.settings.n_steps, first_side)
+        if not self.planner.is_nominal(self.planner.walking_frame(feet), feet, 0.05):
+            # from a stance left by a capture step: a longer first weight transfer
+            plan = replace(plan, start_double_support=self.settings.wide_start_transfer)
         if self._set_plan(plan, self.t):
             self.mode = WalkMode.WALK
 

@@ -371,6 +371,10 @@ class FootstepPlanner:
     def _close(p: Pose2D, tolerance: float) -> bool:
         return math.hypot(p.x, p.y) <= tolerance and abs(p.yaw) <= tolerance
 
+    def is_nominal(self, frame: Pose2D, feet: dict[str, Pose2D], tolerance: float = 1e-3) -> bool:
+        """Both feet within ``tolerance`` (m, rad) of their nominal place in the walking frame ``frame``."""
+        return self._nominal(frame, feet, tolerance)
+
     def _nominal(self, frame: Pose2D, feet: dict[str, Pose2D], tolerance: float = 1e-3) -> bool:
         return all(
             self._close(self.nominal_foot(frame, side).relative(feet[side]), tolerance) for side in SIDES
