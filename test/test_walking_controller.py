@@ -1,5 +1,6 @@
 """The walking controller in closed loop on MuJoCo (ground-truth state, no ROS): it walks at the commanded
-speed, stops when the command stops, and refuses non-finite commands."""
+speed (forward and sideways), stops when the command stops, recovers a push with a capture step, and
+refuses non-finite commands."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 
 from humanoid_control.model.robot_config import load_robot_config
-from humanoid_control.walking.controller import WalkingController, WalkMode
-from humanoid_control.walking.sim_loop import run_walking
+from humanoid_control.walking.controller import WalkingController, WalkingSettings, WalkMode
+from humanoid_control.walking.sim_loop import run_walking, survives_walking_push
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +51,33 @@ def test_non_finite_commands_are_refused_and_the_last_one_kept(config) -> None: 
     assert ctl.command.vx == 0.2
     assert ctl.set_command(5.0, 0.0, 0.0) is True  # beyond the limit: clipped and said so
     assert ctl.command.vx == pytest.approx(config.walking.max_forward)
+
+
+def test_walks_sideways_at_the_full_lateral_command(config) -> None:  # type: ignore[no-untyped-def]
+    # 0.3 m/s to the left: the stance alternates between a narrow and a wide width with the shorter
+    # lateral swing; the issue asks |achieved - commanded| <= 0.1 m/s
+    vy = config.walking.max_lateral
+    assert vy == pytest.approx(0.3)
+    ctl = WalkingController(config)
+    log = run_walking(config, 4.5, lambda t: (0.0, vy, 0.0) if t >= 0.5 else (0.0, 0.0, 0.0), controller=ctl)
+    assert not log.fell, f"fell at t={log.time[-1]:.2f} s"
+    t = np.array(log.time)
+    base = np.array(log.base)
+    i0 = np.searchsorted(t, 2.0)
+    speed = (base[-1, :2] - base[i0, :2]) / (t[-1] - t[i0])
+    assert abs(speed[1] - vy) <= 0.1 and abs(speed[0]) <= 0.05, f"velocity {speed} for (0, {vy})"
+    assert all(log.qp_ok)
+    assert ctl.plans[-1][1].single_support == pytest.approx(config.walking.lateral_single_support)
+
+
+def test_a_backward_push_is_recovered_with_a_capture_step(config) -> None:  # type: ignore[no-untyped-def]
+    # 20 N s backward (0.1 s at the pelvis) puts the DCM beyond the heels: the controller steps back and
+    # comes to rest (the issue's standing target is >= 20 N s front and back)
+    settings = WalkingSettings()
+    assert survives_walking_push(config, (-1.0, 0.0), 20.0, settings=settings, observe=2.0)
+
+
+def test_a_push_toward_the_stance_foot_while_walking_is_recovered(config) -> None:  # type: ignore[no-untyped-def]
+    # walking at 0.3 m/s, 15 N s to the left at mid single support on the left foot: the swing foot cannot
+    # cross to catch it; it lands, the left foot takes a capture step (or the robot stands), then walks on
+    assert survives_walking_push(config, (0.0, 1.0), 15.0, speed=0.3, stance="left", observe=2.0)

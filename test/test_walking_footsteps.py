@@ -84,10 +84,16 @@ def test_malformed_walking_sections_are_refused(tmp_path: Path) -> None:
         load_robot_config(_write(tmp_path, {"foot_spacing": 0.5}))
     with pytest.raises(ConfigError, match="max_forward"):
         load_robot_config(_write(tmp_path, {"velocity_limits": {"forward": 2.0}}))
+    with pytest.raises(ConfigError, match="wider than step_width_max"):
+        load_robot_config(
+            _write(tmp_path, {"timing": {"lateral_single_support": 0.4}, "velocity_limits": {"lateral": 0.3}})
+        )
+    with pytest.raises(ConfigError, match="lateral_single_support must not exceed"):
+        load_robot_config(_write(tmp_path, {"timing": {"lateral_single_support": 0.5}}))
     with pytest.raises(ConfigError, match="finite number > 0"):
         load_robot_config(_write(tmp_path, {"timing": {"single_support": -0.4}}))
-    c = load_robot_config(_write(tmp_path, {"step_limits": {"forward": 0.35}}))
-    assert c.walking.step_forward == pytest.approx(0.35) and c.walking.step_backward == SPEC.step_backward
+    c = load_robot_config(_write(tmp_path, {"step_limits": {"forward": 0.38}}))
+    assert c.walking.step_forward == pytest.approx(0.38) and c.walking.step_backward == SPEC.step_backward
 
 
 def test_straight_walk_advances_at_the_commanded_speed() -> None:
@@ -111,13 +117,21 @@ def test_straight_walk_advances_at_the_commanded_speed() -> None:
 
 
 def test_sideways_and_turning_walks_follow_the_command() -> None:
-    # sideways: the leading foot steps out by 2 vy T, the other closes in; vy on average
-    plan = PLANNER.plan_velocity(standing(), VelocityCommand(0.0, -0.1, 0.0), 10)
-    assert plan.steps[0].side == "right"
-    feet = plan.feet_after(10)
-    mid_y = 0.5 * (feet["left"].y + feet["right"].y)
-    assert mid_y == pytest.approx(-0.1 * PERIOD * 10, abs=1e-9)
-    assert_feasible(plan.start, plan.steps)
+    # sideways: the leading foot steps out by 2 vy T, the other closes in; vy on average. The stance
+    # alternates between a narrow and a wide width, and the step period shortens with |vy|
+    for vy in (-0.1, SPEC.max_lateral, -SPEC.max_lateral):
+        plan = PLANNER.plan_velocity(standing(), VelocityCommand(0.0, vy, 0.0), 10)
+        assert plan.steps[0].side == ("left" if vy > 0 else "right")
+        assert plan.single_support == pytest.approx(SPEC.single_support_for(vy))
+        assert plan.step_period < PERIOD
+        assert not plan.command_clipped and not any(plan.projected)
+        mids = [0.5 * (plan.feet_after(n)["left"].y + plan.feet_after(n)["right"].y) for n in range(11)]
+        assert (mids[10] - mids[2]) / (8 * plan.step_period) == pytest.approx(vy, abs=1e-9)
+        widths = [plan.feet_after(n)["left"].y - plan.feet_after(n)["right"].y for n in range(1, 11)]
+        narrow, wide = SPEC.lateral_widths(vy)
+        assert np.allclose(widths[0::2], wide) and np.allclose(widths[1::2], narrow)
+        assert_feasible(plan.start, plan.steps)
+    assert SPEC.lateral_widths(SPEC.max_lateral)[1] <= SPEC.step_width_max + 1e-9
     # turning on the spot: wz T per step
     plan = PLANNER.plan_velocity(standing(), VelocityCommand(0.0, 0.0, 0.5), 12)
     assert plan.steps[0].side == "left"

@@ -130,6 +130,10 @@ class WalkingSpec:
         com_height: LIPM height of the CoM above the soles while walking (m).
         foot_spacing: nominal lateral distance between the sole origins when standing and walking (m).
         single_support, double_support: durations of one swing and of one weight transfer (s).
+        lateral_single_support: swing duration at the full lateral command ``max_lateral`` (s); between
+            zero and full, the swing's duration is interpolated linearly in ``|vy|`` (a shorter step period
+            lets the sideways steps, which alternate between a narrow and a wide stance, fit within the
+            width limits).
         start_double_support: weight transfer before the first step (CoM to the first stance foot) (s).
         swing_height: highest lift of the sole above the line from lift-off to touchdown (m).
         step_forward, step_backward: most forward / backward reach of a step (m, both > 0).
@@ -144,6 +148,7 @@ class WalkingSpec:
     com_height: float = 0.66
     foot_spacing: float = 0.24
     single_support: float = 0.4
+    lateral_single_support: float = 0.4
     double_support: float = 0.1
     start_double_support: float = 0.4
     swing_height: float = 0.06
@@ -174,11 +179,32 @@ class WalkingSpec:
             out.append("max_forward x step period exceeds step_forward")
         if self.max_backward * period > self.step_backward:
             out.append("max_backward x step period exceeds step_backward")
-        if self.foot_spacing + 2.0 * self.max_lateral * period > self.step_width_max:
-            out.append("foot_spacing + 2 max_lateral x step period exceeds step_width_max")
+        if self.lateral_single_support > self.single_support:
+            out.append("lateral_single_support must not exceed single_support")
+        lateral_period = self.lateral_single_support + self.double_support
+        narrow, wide = self.lateral_widths(self.max_lateral)
+        if wide > self.step_width_max + 1e-9:
+            out.append(
+                f"sideways at max_lateral the stances alternate between {narrow:.3f} and {wide:.3f} m "
+                f"(step period {lateral_period:.2f} s): wider than step_width_max"
+            )
         if self.max_turn * period > self.step_turn:
             out.append("max_turn x step period exceeds step_turn")
         return out
+
+    def single_support_for(self, vy: float) -> float:
+        """Swing duration (s) for the lateral command ``vy`` (m/s): ``single_support`` at 0,
+        ``lateral_single_support`` at ``max_lateral``, linear in between."""
+        a = min(abs(vy) / self.max_lateral, 1.0) if self.max_lateral > 0.0 else 0.0
+        return self.single_support + a * (self.lateral_single_support - self.single_support)
+
+    def lateral_widths(self, vy: float) -> tuple[float, float]:
+        """Narrow and wide stance widths (m) of a sideways walk at ``vy`` (m/s): the feet move
+        ``2 |vy| T`` per two steps (``T`` the step period at ``vy``), the stance alternating between
+        ``foot_spacing -/+ |vy| T``, the narrow one at least ``step_width_min``."""
+        shift = abs(vy) * (self.single_support_for(vy) + self.double_support)
+        narrow = max(self.foot_spacing - shift, self.step_width_min)
+        return narrow, narrow + 2.0 * shift
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,15 @@ trajectory with the same quintic, velocity and acceleration included. At each to
 planned from the *measured* feet (the walking frame anchored on the foot that landed) and the ZMP preview
 is re-solved from the measured CoM position and velocity.
 
-Not yet: pushes while standing (the standing mode does not step), step timing adaptation, yaw momentum.
+Pushes: standing, a DCM beyond the feet's support polygon starts a capture step (``recovery_steps``, the
+foot and its touchdown from :class:`~humanoid_control.walking.step_adjustment.DcmStepAdjuster`, re-targeted
+every tick of the swing); standing and in a capture step the hip strategy lets the CMP leave the support
+polygon by ``cmp_margin``, the difference made by a rate of centroidal angular momentum. Walking, at a
+touchdown a DCM more than ``walk_recovery_threshold`` from the plan's interrupts the walk: a capture step
+with the next foot (or standing), and the walk goes on once the DCM has settled between the feet
+(``walk_start_radius``, ``walk_start_speed``).
+
+Not yet: step timing adaptation while walking, yaw momentum.
 """
 
 from __future__ import annotations
@@ -85,10 +93,22 @@ class WalkingSettings:
         capture_tolerance: dead band of that error (m), forward and lateral in the stance sole's frame.
         adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
         adjust_gain: scale of the touchdown move, forward and lateral in the stance sole's frame.
+        adjust_recovery_reach: the moved touchdown may go as far as a capture step (``recovery_reach``),
+            not only the walking step limits (a push while walking).
         recovery_steps: standing, step when the DCM leaves the feet's support polygon.
         recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
         recovery_transfer: weight transfer before the capture step's swing (s).
         recovery_min_swing: shortest capture swing (s).
+        cmp_margin: standing and in a capture step, the hip strategy: the CMP may leave the support polygon
+            by this much (m), the difference to the CoP made by a rate of centroidal angular momentum (as
+            :class:`~humanoid_control.wbc.balance.StandingBalance`); 0 turns it off.
+        walk_cmp_margin: the same while walking (m).
+        walk_recovery_threshold: at a touchdown, a DCM this far (m) from the plan's (a push) ends the walk:
+            the controller stands on both feet (capture steps allowed) and walks on once the DCM is back
+            within ``walk_start_radius`` (m) of the middle of the feet and the CoM slower than
+            ``walk_start_speed`` (m/s); 0 turns it off. Standing, a command starts a walk only from there.
+        wide_start_transfer: the first weight transfer (s) of a walk that starts from feet more than 5 cm
+            from the nominal stance (after a capture step).
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
             Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
             to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
@@ -107,13 +127,20 @@ class WalkingSettings:
     capture_tolerance: tuple[float, float] = (0.0, 0.0)
     adjust_window: tuple[float, float] = (0.1, 0.8)
     adjust_gain: tuple[float, float] = (1.0, 1.0)
+    adjust_recovery_reach: bool = True
     friction: float = 0.3
     recovery_steps: bool = True
     recovery_threshold: float = 0.0
     recovery_transfer: float = 0.05
     recovery_min_swing: float = 0.25
-    recovery_reach: tuple[float, float, float] = (0.4, 0.3, 0.45)
+    recovery_reach: tuple[float, float, float] = (0.4, 0.36, 0.45)
     recovery_offset: float = 0.2
+    cmp_margin: float = 0.06
+    walk_cmp_margin: float = 0.0
+    walk_recovery_threshold: float = 0.15
+    walk_start_radius: float = 0.05
+    walk_start_speed: float = 0.1
+    wide_start_transfer: float = 0.8
 
 
 @dataclass
@@ -221,6 +248,7 @@ class WalkingController:
         )
         self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
         self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
+        self.walk_interruptions: list[tuple[float, float]] = []  # (t, DCM error m): walks ended by a push
         self.pattern_failures = 0  # ZMP preview solves that failed (the last good one kept)
         self.last_pattern_failure = ""
         self.plans: list[tuple[float, FootstepPlan]] = []  # (start time, plan), for plots
@@ -279,6 +307,9 @@ class WalkingController:
     def _start_walking(self, feet: dict[str, Pose2D], first_side: str | None = None) -> None:
         cmd = self.active_command()
         plan = self.planner.plan_velocity(feet, cmd, self.settings.n_steps, first_side)
+        if not self.planner.is_nominal(self.planner.walking_frame(feet), feet, 0.05):
+            # from a stance left by a capture step: a longer first weight transfer
+            plan = replace(plan, start_double_support=self.settings.wide_start_transfer)
         if self._set_plan(plan, self.t):
             self.mode = WalkMode.WALK
 
@@ -336,7 +367,7 @@ class WalkingController:
         omega = math.sqrt(dyn.gravity / height)
         xi = c[:2] + cd[:2] / omega
         if self.mode == WalkMode.STAND:
-            if not self.active_command().is_zero():
+            if not self.active_command().is_zero() and self._settled(xi):
                 self._start_walking(self._measured_feet())
             elif s.recovery_steps:
                 self._maybe_recovery_step(xi)
@@ -367,23 +398,38 @@ class WalkingController:
         p_r = c_r[:2] - cdd_r[:2] / (omega * omega)
         p = p_r + (1.0 + gain) * (xi - xi_r)
         pts = self._support(contacts)
+        margin = s.cmp_margin if ref is None or self._recovering else s.walk_cmp_margin
         if len(pts) >= 3:
-            inner = _offset(pts, _edge_lines(pts), -s.cop_margin)
+            lines = _edge_lines(pts)
+            inner = _offset(pts, lines, -s.cop_margin)
             px, py = _clamp(float(p[0]), float(p[1]), inner)
             if ref is None:  # standing: keep the ZMP on the ray from the DCM away from its reference
                 px, py = _ray_clamp(xi, p - xi, inner, (px, py))
+            mx, my = px, py
+            if margin > 0.0:  # hip strategy: the CMP beyond the CoP, by a moment about the CoM
+                outer = _offset(pts, lines, margin)
+                mx, my = _clamp(float(p[0]), float(p[1]), outer)
+                if ref is None:
+                    mx, my = _ray_clamp(xi, p - xi, outer, (mx, my))
         else:
-            px, py = float(p[0]), float(p[1])
+            px, py = mx, my = float(p[0]), float(p[1])
         w2 = omega * omega
         acc = np.array(
             [
-                w2 * (c[0] - px),
-                w2 * (c[1] - py),
+                w2 * (c[0] - mx),
+                w2 * (c[1] - my),
                 cdd_r[2] + s.kp_height * (c_r[2] - c[2]) + s.kd_height * (cd_r[2] - cd[2]),
             ]
         )
         qp.com.desired_acceleration[:] = acc
-        qp.angular_momentum.reference_rate[:] = 0.0
+        ldot = qp.angular_momentum.reference_rate
+        ldot[:] = 0.0
+        if (mx, my) != (px, py):  # Ldot = (p_cop - c) x F, F = m (cdd + g e_z): the CMP-CoP offset
+            m = dyn.mass
+            fx, fy, fz = m * acc[0], m * acc[1], m * (acc[2] + dyn.gravity)
+            arm_x, arm_y, arm_z = px - float(c[0]), py - float(c[1]), self._ground_z - float(c[2])
+            ldot[0] = arm_y * fz - arm_z * fy
+            ldot[1] = arm_z * fx - arm_x * fz
         rz = _rz(yaw)
         qp.base_orientation.reference[:] = rz
         if qp.torso_orientation is not None:
@@ -416,6 +462,15 @@ class WalkingController:
         tau = out.tau[qp.v_idx]
         return self.commands.update(out.ok, joints_q, joints_v, qdd, tau)
 
+    def _settled(self, xi: np.ndarray) -> bool:
+        """The DCM ``xi`` (m, odom frame) within ``walk_start_radius`` of the middle of the measured feet and
+        the CoM slower than ``walk_start_speed`` horizontally: a walk may start."""
+        s = self.settings
+        cd = self.qp.dyn.com_velocity
+        if float(np.hypot(cd[0], cd[1])) > s.walk_start_speed:
+            return False
+        return float(np.hypot(*(xi - self._stand_reference()[:2]))) <= s.walk_start_radius
+
     def _maybe_recovery_step(self, xi: np.ndarray) -> None:
         """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step
         with the foot on its side, placed by the DCM step adjuster (module docstring)."""
@@ -424,13 +479,18 @@ class WalkingController:
         outside = distance_outside(xi, poly)
         if outside < self.settings.recovery_threshold:
             return
+        self._capture_step(xi, SIDES)
+
+    def _capture_step(self, xi: np.ndarray, sides: tuple[str, ...]) -> bool:
+        """Plan a capture step with the best of ``sides`` for the DCM ``xi`` (m, odom frame) and follow it
+        (mode walk, ``_recovering``); False when no step was found or its preview failed."""
         feet = self._measured_feet()
         sp = self.planner.spec
         transfer = self.settings.recovery_transfer
         # either foot may step: the capture step that keeps the DCM best (captured, off the limits, nearest
         # the offset asked for) wins
         best: tuple[tuple[bool, bool, float], str, StepAdjustment] | None = None
-        for side in SIDES:
+        for side in sides:
             stance = Footstep(other_side(side), feet[other_side(side)])
             cand = self.adjuster.adjust(
                 stance,
@@ -447,14 +507,16 @@ class WalkingController:
             if best is None or score < best[0]:
                 best = (score, side, cand)
         if best is None:
-            return
+            return False
         _, side, adj = best
         swing = min(max(adj.touchdown_in - transfer, self.settings.recovery_min_swing), sp.single_support)
         plan = FootstepPlan(feet, [adj.step], swing, sp.double_support, transfer, projected=[adj.limited])
-        if self._set_plan(plan, self.t):
-            self.recoveries.append((self.t, side, adj))
-            self._recovering = True
-            self.mode = WalkMode.WALK
+        if not self._set_plan(plan, self.t):
+            return False
+        self.recoveries.append((self.t, side, adj))
+        self._recovering = True
+        self.mode = WalkMode.WALK
+        return True
 
     def _zmp_toward(self, stance: Footstep, xi: np.ndarray) -> np.ndarray:
         """Where the DCM law puts the ZMP in single support on ``stance``: the point of its sole polygon
@@ -483,7 +545,7 @@ class WalkingController:
         if i >= len(sched.phases):
             # the plan ended: stand, or walk on if a command came
             feet = dict(sched.final_feet)
-            if self.active_command().is_zero():
+            if self.active_command().is_zero() or not self._settled(xi):
                 self.mode = WalkMode.STAND
                 return None
             self._start_walking(feet)
@@ -496,7 +558,18 @@ class WalkingController:
             self._step_index = phase.step_index
             self._record_touchdown(phase)
             self._swing_offset[:] = 0.0
-            if phase.step_index + 1 < len(sched.plan.steps) or not self.active_command().is_zero():
+            threshold = self.settings.walk_recovery_threshold
+            if threshold > 0.0 and not self._recovering:
+                error = float(np.hypot(*(xi - gen.reference(t).dcm)))
+                if error > threshold:  # pushed: a capture step with the next foot, then stand until settled
+                    self.walk_interruptions.append((t, error))
+                    next_side = other_side(sched.plan.steps[phase.step_index].side)
+                    self.mode = WalkMode.STAND
+                    if not self._capture_step(xi, (next_side,)):
+                        return None
+                    return gen.reference(t)
+            walk_on = not self.active_command().is_zero() and not self._recovering
+            if phase.step_index + 1 < len(sched.plan.steps) or walk_on:
                 feet = self._measured_feet()
                 next_side = other_side(sched.plan.steps[phase.step_index].side)
                 self._replan_steps(feet, next_side, phase.t_start, measured=True)
@@ -544,7 +617,8 @@ class WalkingController:
                 err = err * 0.0
             target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
             stance = other_side(side)
-            step, _ = self.planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
+            planner = self.recovery_planner if self.settings.adjust_recovery_reach else self.planner
+            step, _ = planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
             new = np.array([step.pose.x - traj.end.x, step.pose.y - traj.end.y])
             if float(np.hypot(*(new - self._swing_offset))) > 1e-3:
                 self._swing_offset[:] = new

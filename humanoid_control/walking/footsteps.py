@@ -10,8 +10,13 @@ One step moves ``W`` by the command integrated over the step period ``T = single
 (the exact SE(2) exponential), then puts the swing foot at its nominal place in the new ``W``:
 
 - forward and turn: every step moves ``W`` by ``vx T`` and ``wz T``;
-- sideways: the foot on the side of the motion steps out by ``2 vy T`` and the other foot closes in to the
-  nominal spacing (stepping the inner foot in first would cross the feet's minimum width).
+- sideways: the foot on the side of the motion steps out by ``2 vy T`` and the other foot closes in
+  (stepping the inner foot in first would cross the feet's minimum width). The stance alternates between
+  ``narrow = max(foot_spacing - |vy| T, step_width_min)`` and ``narrow + 2 |vy| T``
+  (:meth:`~humanoid_control.model.robot_config.WalkingSpec.lateral_widths`: ``W`` keeps the narrow width as
+  its spacing), and the swing shortens with ``|vy|`` to ``lateral_single_support`` at ``max_lateral``
+  (:meth:`~humanoid_control.model.robot_config.WalkingSpec.single_support_for`; ``T`` is the plan's own
+  period). A sideways plan without an ``anchor`` starts from ``W`` anchored on its first stance foot.
 
 Every step is then **projected onto the kinematic limits** (:meth:`FootstepPlanner.project`), expressed in
 the stance sole frame (x forward, y towards the swing side, yaw): ``-step_backward <= x <= step_forward``,
@@ -153,9 +158,11 @@ class FootstepPlanner:
         """The walking frame of two feet: their midpoint and mean heading."""
         return midpoint(feet["left"], feet["right"])
 
-    def nominal_foot(self, frame: Pose2D, side: str) -> Pose2D:
-        """Where ``side``'s sole belongs in the walking frame ``frame``."""
-        return frame.compose(Pose2D(0.0, side_sign(side) * 0.5 * self.spec.foot_spacing, 0.0))
+    def nominal_foot(self, frame: Pose2D, side: str, spacing: float | None = None) -> Pose2D:
+        """Where ``side``'s sole belongs in the walking frame ``frame`` (``spacing``: the stance width, m;
+        ``foot_spacing`` by default)."""
+        spacing = self.spec.foot_spacing if spacing is None else spacing
+        return frame.compose(Pose2D(0.0, side_sign(side) * 0.5 * spacing, 0.0))
 
     def clip_command(self, command: VelocityCommand) -> tuple[VelocityCommand, bool]:
         """The command within the command limits, and whether it had to be clipped.
@@ -223,25 +230,29 @@ class FootstepPlanner:
         return step, not self._close(target.pose.relative(step.pose), 1e-9)
 
     # ------------------------------------------------------------------ plans
-    def _plan(self, feet: dict[str, Pose2D], **kwargs: object) -> FootstepPlan:
+    def _plan(
+        self, feet: dict[str, Pose2D], single_support: float | None = None, **kwargs: object
+    ) -> FootstepPlan:
         s = self.spec
         return FootstepPlan(
             dict(feet),
             [],
-            s.single_support,
+            s.single_support if single_support is None else single_support,
             s.double_support,
             s.start_double_support,
             **kwargs,  # type: ignore[arg-type]
         )
 
     def _take_step(
-        self, frame: Pose2D, feet: dict[str, Pose2D], side: str, move: Pose2D
+        self, frame: Pose2D, feet: dict[str, Pose2D], side: str, move: Pose2D, spacing: float | None = None
     ) -> tuple[Pose2D, Footstep, bool]:
-        """Move the walking frame by ``move`` (in the frame), place ``side`` nominally, project, re-anchor."""
+        """Move the walking frame by ``move`` (in the frame), place ``side`` nominally (``spacing`` apart),
+        project, re-anchor."""
+        spacing = self.spec.foot_spacing if spacing is None else spacing
         new_frame = frame.compose(move)
         stance = Footstep(other_side(side), feet[other_side(side)])
-        step, projected = self.project(stance, Footstep(side, self.nominal_foot(new_frame, side)))
-        anchored = step.pose.compose(Pose2D(0.0, -side_sign(side) * 0.5 * self.spec.foot_spacing, 0.0))
+        step, projected = self.project(stance, Footstep(side, self.nominal_foot(new_frame, side, spacing)))
+        anchored = step.pose.compose(Pose2D(0.0, -side_sign(side) * 0.5 * spacing, 0.0))
         return anchored, step, projected
 
     def plan_velocity(
@@ -264,19 +275,25 @@ class FootstepPlanner:
         if n_steps < 0:
             raise ValueError("n_steps must be >= 0")
         side = first_side or self._first_side(cmd.vy, cmd.wz)
-        plan = self._plan(feet, command=cmd, command_clipped=clipped)
-        period = self.spec.single_support + self.spec.double_support
+        single_support = self.spec.single_support_for(cmd.vy)
+        plan = self._plan(feet, single_support, command=cmd, command_clipped=clipped)
+        period = single_support + self.spec.double_support
         move = twist_displacement(VelocityCommand(cmd.vx, 0.0, cmd.wz), period)
+        # sideways the stance alternates between a narrow and a wide width (their mean foot_spacing where
+        # the narrow one stays above step_width_min): the frame keeps the narrow one as its spacing
+        spacing = self.spec.lateral_widths(cmd.vy)[0] if cmd.vy != 0.0 else self.spec.foot_spacing
+        if anchor is None and cmd.vy != 0.0:
+            anchor = other_side(side)  # the first stance foot: the first step's width is the wide one
         if anchor is None:
             frame = self.walking_frame(feet)
         else:
-            frame = feet[anchor].compose(Pose2D(0.0, -side_sign(anchor) * 0.5 * self.spec.foot_spacing, 0.0))
+            frame = feet[anchor].compose(Pose2D(0.0, -side_sign(anchor) * 0.5 * spacing, 0.0))
         current = dict(feet)
         for _ in range(n_steps):
             # sideways: the foot on the side of the motion steps out by 2 vy T, the other closes in
             lateral = 2.0 * cmd.vy * period if cmd.vy * side_sign(side) > 0.0 else 0.0
             frame, step, projected = self._take_step(
-                frame, current, side, Pose2D(0.0, lateral, 0.0).compose(move)
+                frame, current, side, Pose2D(0.0, lateral, 0.0).compose(move), spacing
             )
             current[side] = step.pose
             plan.steps.append(step)
@@ -353,6 +370,10 @@ class FootstepPlanner:
     @staticmethod
     def _close(p: Pose2D, tolerance: float) -> bool:
         return math.hypot(p.x, p.y) <= tolerance and abs(p.yaw) <= tolerance
+
+    def is_nominal(self, frame: Pose2D, feet: dict[str, Pose2D], tolerance: float = 1e-3) -> bool:
+        """Both feet within ``tolerance`` (m, rad) of their nominal place in the walking frame ``frame``."""
+        return self._nominal(frame, feet, tolerance)
 
     def _nominal(self, frame: Pose2D, feet: dict[str, Pose2D], tolerance: float = 1e-3) -> bool:
         return all(

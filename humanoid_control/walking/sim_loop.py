@@ -1,5 +1,10 @@
 """In-process closed loop: :class:`~.controller.WalkingController` on the MuJoCo backend with ground-truth
-state (no ROS), for tests and tuning. The acceptance runs go through the ROS graph with the estimator."""
+state (no ROS), for tests and tuning. The acceptance runs go through the ROS graph with the estimator.
+
+Push trials (:func:`survives_walking_push`, :func:`max_survived_walking_impulse`): a 0.1 s horizontal push
+(N, world frame; the robot spawns facing +x) at the base body, standing (stepping allowed) or walking
+forward, then at mid single support with the chosen foot in stance.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from humanoid_control.hardware.mujoco_sim import MujocoBackend
 from humanoid_control.hardware.push import PushLimits, validate_push
 from humanoid_control.hardware.types import LowLevelCommand
 from humanoid_control.model.robot_config import RobotConfig
-from humanoid_control.walking.controller import WalkingController
+from humanoid_control.walking.controller import WalkingController, WalkingSettings
 from humanoid_control.wbc.command import CommandMode
 from humanoid_control.wbc.sim_loop import Push, ground_truth_state
 
@@ -37,6 +42,7 @@ class WalkLog:
     qp_ok: list[bool] = field(default_factory=list)
     swing_force: list[float] = field(default_factory=list)
     fell: bool = False
+    push_time: float | None = None
 
 
 def run_walking(
@@ -46,8 +52,13 @@ def run_walking(
     push: Push | None = None,
     gain_profile: str = "low",
     controller: WalkingController | None = None,
+    push_when: Callable[[WalkingController], bool] | None = None,
+    stop_after: float | None = None,
 ) -> WalkLog:
-    """Walk in MuJoCo for ``seconds`` following ``command(t) -> (vx, vy, wz)``; optional push."""
+    """Walk in MuJoCo for ``seconds`` following ``command(t) -> (vx, vy, wz)``; optional push, at
+    ``push.start`` or, with ``push_when``, at the first tick (after the controller's step) from ``push.start``
+    on where ``push_when(controller)`` holds (``WalkLog.push_time``); ``stop_after``: end the run that long
+    (s) after the push."""
     backend = MujocoBackend(config, initial_joint_positions=config.array("default"))
     ctl = controller or WalkingController(config)
     gains = config.gain_profile(gain_profile)
@@ -61,8 +72,10 @@ def run_walking(
         ctl.set_command(*command(t))
         cmd = ctl.step(q, v)
         backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))
-        if push is not None and k == round(push.start / dt):
+        due = push is not None and log.push_time is None and k >= round(push.start / dt)
+        if push is not None and due and (push_when is None or push_when(ctl)):
             backend.push(validate_push((*push.force, 0.0), push.duration, limits))
+            log.push_time = t
         backend.advance(dt)
         st = ctl.status
         log.time.append(t)
@@ -85,4 +98,83 @@ def run_walking(
         if cmd.mode == CommandMode.DAMPING or backend.base_height() < config.simulation.fall_height:
             log.fell = True
             break
+        if stop_after is not None and log.push_time is not None and t >= log.push_time + stop_after:
+            break
     return log
+
+
+def mid_single_support(stance: str) -> Callable[[WalkingController], bool]:
+    """A ``push_when`` test: the controller is half-way through a planned single support on ``stance``."""
+
+    def test(ctl: WalkingController) -> bool:
+        sched = ctl.generator.schedule
+        if ctl.status.swing is None or sched is None:
+            return False
+        phase = sched.phase_at(ctl.status.t)
+        if phase is None or phase.swing is None or phase.swing == stance:
+            return False
+        return (ctl.status.t - phase.t_start) >= 0.5 * (phase.t_end - phase.t_start)
+
+    return test
+
+
+def survives_walking_push(
+    config: RobotConfig,
+    direction: tuple[float, float],
+    impulse: float,
+    speed: float = 0.0,
+    stance: str = "left",
+    settings: WalkingSettings | None = None,
+    duration: float = 0.1,
+    observe: float = 2.5,
+) -> bool:
+    """Whether the walking controller survives a push of ``impulse`` (N s) over ``duration`` (s) along
+    ``direction`` (world frame), standing (``speed`` 0: pushed at 1.0 s, stepping allowed) or walking
+    forward at ``speed`` (m/s, from 0.5 s; pushed from 2.5 s on at the first mid single support on
+    ``stance``), watched ``observe`` s after the push. Survived: no fall (base above
+    ``simulation.fall_height``, no damping), the base within 0.1 m of its starting height, and standing the
+    robot at rest again (CoM slower than 0.15 m/s horizontally at the end)."""
+    u = np.asarray(direction, dtype=float)
+    u = u / np.linalg.norm(u)
+    force = u * impulse / duration
+    start = 1.0 if speed == 0.0 else 2.5
+    when = None if speed == 0.0 else mid_single_support(stance)
+    ctl = WalkingController(config, settings=settings)
+    push = Push((float(force[0]), float(force[1])), start, duration)
+    log = run_walking(
+        config,
+        start + 1.0 + observe,
+        lambda t: (speed, 0.0, 0.0) if t >= 0.5 else (0.0, 0.0, 0.0),
+        push=push,
+        controller=ctl,
+        push_when=when,
+        stop_after=observe,
+    )
+    if log.fell or log.push_time is None:
+        return False
+    if log.base[-1][2] < log.base[0][2] - 0.1:
+        return False
+    if speed == 0.0:
+        com = np.array(log.com[-26:])
+        com_speed = float(np.linalg.norm(com[-1, :2] - com[0, :2])) / (25 * ctl.dt)
+        return com_speed < 0.15
+    return True
+
+
+def max_survived_walking_impulse(
+    config: RobotConfig,
+    direction: tuple[float, float],
+    upper: float = 40.0,
+    iterations: int = 6,
+    **kw: object,
+) -> float:
+    """Bisection of the largest survived impulse (N s) in ``[0, upper]`` (:func:`survives_walking_push`
+    with ``kw``)."""
+    lo, hi = 0.0, upper
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if survives_walking_push(config, direction, mid, **kw):  # type: ignore[arg-type]
+            lo = mid
+        else:
+            hi = mid
+    return lo
