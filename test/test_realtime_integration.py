@@ -112,7 +112,10 @@ def test_in_loop_policy_realtime_walks_and_the_estop_damps(tmp_path: Path) -> No
         tmp_path / "graph.log",
     ).start()
     try:
-        assert probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", 90.0), graph.log()[-3000:]
+        # the driver computes ground truth only once it sees a subscriber: wait for the first sample too
+        assert probe.wait_for(
+            lambda d: bool(d.modes) and d.modes[-1] == "active" and bool(d.truth_t), 90.0
+        ), graph.log()[-3000:]
         pub = probe.node.create_publisher(Twist, "/cmd_vel", 10)
         x0 = probe.data.truth_pos[-1][0]
         t_start = probe.data.truth_t[-1]
@@ -164,7 +167,10 @@ def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
         tmp_path / "graph.log",
     ).start()
     try:
-        assert probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "active", 90.0), graph.log()[-3000:]
+        # the driver computes ground truth only once it sees a subscriber: wait for the first sample too
+        assert probe.wait_for(
+            lambda d: bool(d.modes) and d.modes[-1] == "active" and bool(d.truth_t), 90.0
+        ), graph.log()[-3000:]
         t_active = probe.data.truth_t[-1]
         assert probe.wait_for(lambda d: d.truth_t[-1] > t_active + 1.0, 20.0)
         diag = probe.last_diagnostics()
