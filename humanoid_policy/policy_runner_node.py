@@ -220,11 +220,10 @@ class PolicyRunnerNode(QuietNode):
         # are not read (measured: 28 % of a core for reading them while idle); in lockstep the runner is a
         # peer and reads every tick
         self._idle_unsubscribe = not self.in_loop and not self.lockstep and not self.runner.settings.autostart
-        if self.in_loop:
-            pass  # the driver's loop hands the state over
-        elif not self._idle_unsubscribe:
+        # in the driver's loop the loop hands each tick's state over: no state subscriptions
+        if not self.in_loop and not self._idle_unsubscribe:
             self._subscribe_states()
-        else:
+        elif not self.in_loop:
             self.get_logger().info("idle until ~/start: /joint_states and /imu/data are not read until then")
             from rclpy.clock import Clock, ClockType
 

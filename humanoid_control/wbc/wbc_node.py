@@ -381,20 +381,8 @@ class WbcNode(QuietNode):
             )
             out.header.stamp = stamp
             self.pub_cmd.publish(out)
-            self.answered += 1
-            res = self.controller.last_output
-            if res is not None:
-                self._tick_us.append((time.perf_counter() - t0) * 1e6)
-                self._solve_us.append(res.solve_time_s * 1e6)
-                self._iterations.append(res.iterations)
-                self.full_problem_ticks += int(res.full_problem)
-        if self.runner.estop_requested:
-            self.runner.estop_requested = False
-            self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
-            if self.estop_client.service_is_ready():
-                self.estop_client.call_async(Trigger.Request())
-            else:
-                self.get_logger().error(f"{self.driver}/estop unavailable; the driver's watchdog will damp")
+            self._count_answer(t0)
+        self._forward_estop()
         self._publish_state()
         if t - self._last_diag >= 1.0 or t < self._last_diag:
             self._last_diag = t
@@ -406,6 +394,28 @@ class WbcNode(QuietNode):
         ):
             self._last_marker = t
             self._publish_markers(stamp)
+
+    def _count_answer(self, t0: float) -> None:
+        """A command went out: count it and keep the tick's timing (from ``t0``, perf_counter s) and the QP's
+        solve figures for the diagnostics."""
+        self.answered += 1
+        res = self.controller.last_output
+        if res is not None:
+            self._tick_us.append((time.perf_counter() - t0) * 1e6)
+            self._solve_us.append(res.solve_time_s * 1e6)
+            self._iterations.append(res.iterations)
+            self.full_problem_ticks += int(res.full_problem)
+
+    def _forward_estop(self) -> None:
+        """The runner asked for an e-stop (a fault): call the driver's ``~/estop`` once."""
+        if not self.runner.estop_requested:
+            return
+        self.runner.estop_requested = False
+        self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
+        if self.estop_client.service_is_ready():
+            self.estop_client.call_async(Trigger.Request())
+        else:
+            self.get_logger().error(f"{self.driver}/estop unavailable; the driver's watchdog will damp")
 
     # ------------------------------------------------------------------ in the driver's loop
     def in_loop_step(self, state: InLoopState) -> JointCommand | None:
@@ -431,18 +441,8 @@ class WbcNode(QuietNode):
             if cmd is not None:
                 command = checked_command(len(self.names), state.stamp, cmd.q, cmd.dq, cmd.tau_ff)
                 self._last_cmd = (state.stamp, command)
-                self.answered += 1
-                res = self.controller.last_output
-                if res is not None:
-                    self._tick_us.append((time.perf_counter() - t0) * 1e6)
-                    self._solve_us.append(res.solve_time_s * 1e6)
-                    self._iterations.append(res.iterations)
-                    self.full_problem_ticks += int(res.full_problem)
-            if self.runner.estop_requested:
-                self.runner.estop_requested = False
-                self.get_logger().error(f"FAULT: {self.runner.reason}; calling {self.driver}/estop")
-                if self.estop_client.service_is_ready():
-                    self.estop_client.call_async(Trigger.Request())
+                self._count_answer(t0)
+            self._forward_estop()
             self._publish_state()
             t = state.stamp
             if t - self._last_diag >= 1.0 or t < self._last_diag:
