@@ -354,7 +354,8 @@ class DriverCore:
             q, dq: measured joint positions (rad) and velocities (rad/s), configuration order.
             base_tilt: angle between the base z axis and the world z axis (rad), from the IMU orientation.
         """
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and math.isfinite(base_tilt)):
+        finite = bool(np.isfinite(q).all() and np.isfinite(dq).all())
+        if not (finite and math.isfinite(base_tilt)):
             self.fault("non-finite joint state or IMU")
         elif (
             self.settings.fall_tilt > 0
@@ -375,7 +376,8 @@ class DriverCore:
                 f"watchdog: no command for {self.tick - self.last_command_tick} ticks "
                 f"(limit {self.settings.watchdog_ticks})",
             )
-        q, dq = np.nan_to_num(q), np.nan_to_num(dq)
+        if not finite:
+            q, dq = np.nan_to_num(q), np.nan_to_num(dq)
         law = self.mode if (self.mode != DriverMode.ACTIVE or self.last_command is not None) else None
         cmd = self._switch(law or DriverMode.DAMPING, self._command(q, dq), q, dq)
         self.tick += 1
@@ -392,7 +394,6 @@ class DriverCore:
     ) -> LowLevelCommand:
         """Detect a change of law, blend it (``switch_max_step``) and measure its torque steps."""
         prev_law, prev_cmd = self._prev_law, self._prev_cmd
-        names = self.config.joint_names
         if (
             prev_law is not None
             and prev_cmd is not None
@@ -412,7 +413,7 @@ class DriverCore:
             if self._open_switch is not None:
                 self._open_switch.done = True
             self._open_switch = SwitchRecord(
-                self.tick, prev_law.value, law.value, float(ratio[j]), names[j], n
+                self.tick, prev_law.value, law.value, float(ratio[j]), self.config.joint_names[j], n
             )
             self.switches.append(self._open_switch)
             del self.switches[:-50]
@@ -430,9 +431,9 @@ class DriverCore:
             step = np.abs(tau - self._prev_tau) / self.effort
             j = int(np.argmax(step))
             if rec.tick == self.tick:
-                rec.step_at_switch, rec.step_joint = float(step[j]), names[j]
+                rec.step_at_switch, rec.step_joint = float(step[j]), self.config.joint_names[j]
             if step[j] >= rec.max_step:
-                rec.max_step, rec.max_step_joint = float(step[j]), names[j]
+                rec.max_step, rec.max_step_joint = float(step[j]), self.config.joint_names[j]
             if self.tick >= rec.tick + max(rec.blend_ticks, 1) or law == DriverMode.DAMPING:
                 rec.done = True
                 self._open_switch = None

@@ -401,6 +401,12 @@ class RobotDriverNode(QuietNode):
         self._running = True
         self._last_mode = None
         self.realtime_commands_late = 0
+        # realtime with a controller in the loop: the tooling streams go out in the loop's slack
+        self._tooling_pending: tuple[Any, int] | None = None  # (state, index of its next stream)
+        self._tooling_costs = [2e-4] * 5  # per stream: decaying peak of a publication (s)
+        self.tooling_published = 0  # publishing ticks whose streams all went out
+        self.tooling_deferred = 0  # ticks whose slack could not hold the next stream
+        self.tooling_superseded = 0  # publishing ticks whose streams did not all go out before the next one
         self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
         self._state_keys: collections.deque[int] = collections.deque()
         self._last_applied_key = -(2**62)
@@ -890,8 +896,8 @@ class RobotDriverNode(QuietNode):
             self._check_backend()
             publish = self.core.tick % self.publish_every == 0
             # an external controller (and a lockstep peer) needs the state now; with the controller in the
-            # loop, realtime publishes it after the command is written (tooling, off the critical path), and
-            # lockstep after the controller's step (its mirrored command goes out before the state)
+            # loop, realtime publishes it in the loop's slack after the tick's work (tooling, off the critical
+            # path), and lockstep after the controller's step (its mirrored command goes out before the state)
             deferred = publish and in_loop is not None and realtime
             if in_loop is None:
                 if publish:
@@ -966,8 +972,9 @@ class RobotDriverNode(QuietNode):
                 self._publish_lockstep()
             self.backend.write(command)
             if deferred:
-                self._publish_state(state)
-                in_loop.in_loop_mirror()  # type: ignore[union-attr]
+                if self._tooling_pending is not None:
+                    self.tooling_superseded += 1
+                self._tooling_pending = (state, 0)
             for rec in switches:
                 self._publish_switch(rec)
             if push is not None:
@@ -996,6 +1003,8 @@ class RobotDriverNode(QuietNode):
                 return
             if realtime:
                 next_deadline += self.period
+                if self._tooling_pending is not None:
+                    self._publish_in_slack(in_loop, next_deadline)  # type: ignore[arg-type]
                 done = time.perf_counter()
                 if done > next_deadline:
                     self.stats.record_overrun()
@@ -1005,6 +1014,36 @@ class RobotDriverNode(QuietNode):
                     collector.maybe_collect(next_deadline)
             elif collector is not None:
                 collector.maybe_collect(math.inf)
+
+    def _publish_in_slack(self, in_loop: InLoopController, deadline: float) -> None:
+        """Loop thread, realtime, a controller in the loop, after the tick's work (command written, physics
+        stepped): the tooling streams of the newest publishing tick, one at a time (``/joint_states``,
+        ``/imu/data``, ``/clock``, the mirrored command, then the ground truth and contact wrenches of the
+        state after the step, stamped with the simulator's time), each only if the slack before ``deadline``
+        (perf_counter s) holds it (the decaying peak of its past publications); the rest wait for a later
+        tick's slack (``tooling_deferred``), and a newer publishing tick supersedes them
+        (``tooling_superseded``)."""
+        state, i = self._tooling_pending
+        steps = (
+            self._publish_joints,
+            self._publish_imu,
+            self._publish_clock,
+            lambda _state: in_loop.in_loop_mirror(),
+            lambda _state: self._publish_truth(None),
+        )
+        costs = self._tooling_costs
+        while i < len(steps):
+            start = time.perf_counter()
+            if deadline - start < costs[i] + self.spin_margin:
+                self.tooling_deferred += 1
+                costs[i] *= 0.99  # one slow publication must not hold its stream back for good
+                self._tooling_pending = (state, i)
+                return
+            steps[i](state)
+            costs[i] = max(time.perf_counter() - start, 0.99 * costs[i])
+            i += 1
+        self._tooling_pending = None
+        self.tooling_published += 1
 
     def _mark_state(self, stamp: float) -> None:
         """Loop thread: the state of ``stamp`` went out (published, or handed to the in-loop controller)."""
@@ -1128,29 +1167,46 @@ class RobotDriverNode(QuietNode):
         return float(getattr(self.backend, "time", time.monotonic()))
 
     def _publish_state(self, state: Any) -> None:
-        stamp = to_time_msg(state.stamp)
+        """The tick's state on ``/joint_states`` and ``/imu/data``; simulated: ``/clock`` and, while someone
+        listens, the ground truth and contact wrenches."""
+        self._publish_joints(state)
+        self._publish_imu(state)
+        if self.backend.simulated:
+            self._publish_clock(state)
+            self._publish_truth(state)
+
+    def _publish_joints(self, state: Any) -> None:
         msg = self._joint_msg
-        msg.header.stamp = stamp
+        msg.header.stamp = to_time_msg(state.stamp)
         msg.position = state.q.tolist()
         msg.velocity = state.dq.tolist()
         msg.effort = state.tau.tolist()
         self.pub_joints.publish(msg)
+
+    def _publish_imu(self, state: Any) -> None:
         imu = self._imu_msg
-        imu.header.stamp = stamp
+        imu.header.stamp = to_time_msg(state.stamp)
         if self.publish_orientation:
             w, x, y, z = state.imu_quat
             imu.orientation.w, imu.orientation.x, imu.orientation.y, imu.orientation.z = w, x, y, z
         imu.angular_velocity.x, imu.angular_velocity.y, imu.angular_velocity.z = state.gyro.tolist()
         imu.linear_acceleration.x, imu.linear_acceleration.y, imu.linear_acceleration.z = state.accel.tolist()
         self.pub_imu.publish(imu)
-        if not self.backend.simulated:
-            return
-        self.pub_clock.publish(Clock(clock=stamp))
-        if not self._truth_subscribed():
+
+    def _publish_clock(self, state: Any) -> None:
+        if self.backend.simulated:
+            self.pub_clock.publish(Clock(clock=to_time_msg(state.stamp)))
+
+    def _publish_truth(self, state: Any | None) -> None:
+        """Simulated, while someone listens: the simulator's current ground truth and contact wrenches,
+        stamped with ``state``'s stamp (the state they belong to) or, with ``None`` (published after the
+        physics stepped past the tick's state), with the simulator's own time."""
+        if not self.backend.simulated or not self._truth_subscribed():
             return  # nobody listens: the ground truth and contact wrenches are not computed
         truth = self.backend.ground_truth()
         if truth is None:
             return
+        stamp = to_time_msg(self.backend_time() if state is None else state.stamp)
         odom = Odometry()
         odom.header.stamp = stamp
         odom.header.frame_id = "world"
@@ -1231,6 +1287,9 @@ class RobotDriverNode(QuietNode):
                 "pushes": self.pushes,
                 "respawns": self.respawns,
                 "realtime_commands_late": self.realtime_commands_late,
+                "tooling_published": self.tooling_published,
+                "tooling_deferred": self.tooling_deferred,
+                "tooling_superseded": self.tooling_superseded,
             }
         values.update(self.stats.summary())
         lat = self.state_to_command
@@ -1335,7 +1394,9 @@ def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack robot_driver``."""
     # The loop thread and the executor thread (commands, services) share the GIL; with Python's default 5 ms
     # switch interval a busy loop thread can delay command callbacks by several ticks.
-    sys.setswitchinterval(5e-4)
+    import os
+
+    sys.setswitchinterval(float(os.environ.get("SWI", "5e-4")))
 
     return run_node(RobotDriverNode, args, "robot_driver")
 

@@ -76,4 +76,4 @@ class LowLevelCommand:
     def torque(self, q: np.ndarray, dq: np.ndarray, effort: np.ndarray) -> np.ndarray:
         """Joint torque of the law ``kp (q* - q) + kd (dq* - dq) + tau_ff`` clamped to ``+-effort`` (N m)."""
         tau = self.kp * (self.q - q) + self.kd * (self.dq - dq) + self.tau_ff
-        return np.clip(tau, -effort, effort)
+        return np.minimum(np.maximum(tau, -effort, out=tau), effort, out=tau)

@@ -235,7 +235,8 @@ class WbcNode(QuietNode):
             0.001,
             10.0,
         )
-        self.create_timer(0.01, self._expire_pending, clock=steady)
+        if not in_loop:  # in the loop no joint state waits for an /odom
+            self.create_timer(0.01, self._expire_pending, clock=steady)
         self.peer = LockstepPeer(self, self.lockstep, ready=lambda: self.runner.gains_ready)
         self._publish_state()
         gc.collect()
