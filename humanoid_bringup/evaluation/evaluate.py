@@ -519,7 +519,12 @@ def main(argv: list[str] | None = None) -> int:
         help="driver backend; unitree_g1 / can_mit run through their protocol emulators (MuJoCo behind them)",
     )
     loco.add_argument(
-        "--in-loop", action="store_true", help="the policy in the driver's loop (in_loop:=true)"
+        "--in-loop",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the policy in the driver's loop (in_loop:=true; the default with --clock realtime: the "
+        "real-time path, docs/realtime.md) or, --no-in-loop, a policy_runner process of its own (the "
+        "default in lockstep)",
     )
     loco.add_argument(
         "--publish-rate",
@@ -754,6 +759,8 @@ def main(argv: list[str] | None = None) -> int:
     name = "mpc_walk" if walking else args.policy.replace("/", "_")
     suffix = "_top_speed" if args.script == "top-speed" else ""
     hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
+    if args.in_loop is None:
+        args.in_loop = args.clock == "realtime" and not walking
     if args.in_loop and walking:
         print("humanoid-eval: error: --in-loop runs the policy in the loop (not mpc_walk)", file=sys.stderr)
         return 2
