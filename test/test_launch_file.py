@@ -38,6 +38,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "in_loop_controller": "none",
             "in_loop_parameters": "policy=holosoma/g1_ppo;policy_onnx=auto;autostart=true;"
             "command_timeout_action=zero;rate_hz=500.0",
+            "in_loop_estimator_parameters": "flat_ground_std=0.01",
             "publish_rate_hz": 0.0,
             "physics_timestep_s": 0.0,
             "thread_priority": "auto",
@@ -243,7 +244,7 @@ def test_perception_and_autonomy_arguments() -> None:
         ({"controller": "policy", "in_loop": "true"}, "policy", []),
         ({"controller": "joint_hold", "in_loop": "true"}, "joint_hold", []),
         ({"controller": "policy", "in_loop": "false"}, "none", ["policy_runner"]),
-        ({"controller": "wbc_stand", "in_loop": "true"}, "wbc", ["state_estimator"]),
+        ({"controller": "wbc_stand", "in_loop": "true"}, "wbc", []),  # the estimator in the loop too
         ({"controller": "wbc_stand", "in_loop": "false"}, "none", ["wbc_controller", "state_estimator"]),
         ({"controller": "mpc_walk", "in_loop": "true"}, "none", ["walking_controller"]),
         ({"controller": "none", "in_loop": "true", "mode_manager": "true"}, "policy", ["mode_manager"]),
@@ -260,6 +261,9 @@ def test_in_loop_argument(arguments: dict[str, str], kind: str, separate: list[s
             assert name in names
         if kind != "none":
             assert {"policy_runner", "joint_hold_controller", "wbc_controller"}.isdisjoint(names)
+        if kind == "wbc":  # the estimator's node runs in the driver's loop, before the WBC
+            assert "state_estimator" not in names
+            assert driver["in_loop_estimator_parameters"] == "flat_ground_std=0.01"
         if arguments.get("mode_manager") == "true":
             assert "autostart=false" in driver["in_loop_parameters"]
             assert "command_timeout_action=hold" in driver["in_loop_parameters"]

@@ -188,19 +188,27 @@ def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
 
 
 def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
-    """The whole-body controller in the driver's loop (controller:=wbc_stand in_loop:=true), the estimator in
-    its own process: the QP takes the robot from the driver's hold and keeps it standing."""
+    """The whole-body controller in the driver's loop (controller:=wbc_stand in_loop:=true), the estimator's
+    node in the loop before it: the QP takes the robot from the driver's hold and keeps it standing; /odom
+    (the in-loop estimator's, every tick) tracks the ground truth."""
+    from nav_msgs.msg import Odometry
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
+    from humanoid_control.ros.lockstep import tick_stream_qos
+
     isolated_ros_env(tmp_path / "ros")
     states: list[str] = []
+    odom_z: list[float] = []
 
     def setup(node: Any) -> None:
         latched = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         node.create_subscription(String, "/wbc_controller/state", lambda m: states.append(m.data), latched)
+        node.create_subscription(
+            Odometry, "/odom", lambda m: odom_z.append(m.pose.pose.position.z), tick_stream_qos(2000)
+        )
 
     probe = GraphProbe(subscribe_description=False, name="rt_wbc", lockstep_peer=True, setup=setup)
     graph = LaunchedGraph(
@@ -208,7 +216,7 @@ def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
         tmp_path / "graph.log",
     ).start()
     try:
-        probe.start_graph(peers=("state_estimator",), running=graph.running)
+        probe.start_graph(peers=(), running=graph.running)
         probe.run_until(3.5)
         diag = probe.last_diagnostics()
     finally:
@@ -219,3 +227,5 @@ def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
     assert probe.data.modes[-1] == "active", probe.data.modes
     assert diag["gain_profile"] == "low"  # the WBC's gain profile, set through the driver's parameters
     assert probe.data.truth_pos[-1][2] > load_robot_config("g1").simulation.fall_height
+    # the in-loop estimator's /odom (odom frame: the soles at z = 0, like the world's floor), every tick
+    assert len(odom_z) > 1500 and abs(odom_z[-1] - probe.data.truth_pos[-1][2]) < 0.03, odom_z[-3:]

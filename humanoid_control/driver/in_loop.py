@@ -36,6 +36,8 @@ class InLoopState:
         imu_quat: IMU orientation (w, x, y, z), IMU frame -> world. gyro: angular velocity (rad/s, IMU frame).
         driver_mode: the driver's mode before this tick's update (ramp, hold, active, damping).
         accel: IMU specific force (m/s^2, IMU frame). tau: joint torques applied over the last tick (N m).
+        estimate: the base state of this tick from the state estimator in the loop (its node in the driver's
+            process, ``BaseEstimate``; with the WBC), None without one or for a sample it dropped.
     """
 
     stamp: float
@@ -46,6 +48,7 @@ class InLoopState:
     driver_mode: str
     accel: np.ndarray | None = None
     tau: np.ndarray | None = None
+    estimate: Any = None
 
 
 class InLoopController(Protocol):

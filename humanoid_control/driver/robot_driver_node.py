@@ -55,6 +55,7 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
@@ -109,6 +110,10 @@ from humanoid_control.ros.node_utils import (
 )
 
 CLOCK_MODES = ("lockstep", "realtime")
+
+
+#: specific force of a resting IMU (m/s^2): the in-loop estimator's input where a backend measures none
+_GRAVITY_SPECIFIC_FORCE = np.array([0.0, 0.0, 9.81])
 
 
 class RobotDriverNode(QuietNode):
@@ -403,10 +408,11 @@ class RobotDriverNode(QuietNode):
         self.realtime_commands_late = 0
         # realtime with a controller in the loop: the tooling streams go out in the loop's slack
         self._tooling_pending: tuple[Any, int] | None = None  # (state, index of its next stream)
-        self._tooling_costs = [2e-4] * 5  # per stream: decaying peak of a publication (s)
+        self._tooling_costs = [2e-4] * 6  # per stream: decaying peak of a publication (s)
         self.tooling_published = 0  # publishing ticks whose streams all went out
         self.tooling_deferred = 0  # ticks whose slack could not hold the next stream
         self.tooling_superseded = 0  # publishing ticks whose streams did not all go out before the next one
+        self.tooling_truth_dropped = 0  # ground-truth samples the slack could not hold
         self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
         self._state_keys: collections.deque[int] = collections.deque()
         self._last_applied_key = -(2**62)
@@ -484,6 +490,7 @@ class RobotDriverNode(QuietNode):
         )
         self.extra_nodes: list[Any] = []
         self.in_loop: InLoopController | None = None
+        self.in_loop_estimator: Any = None  # the state estimator's node in this process (with the WBC)
         if self.in_loop_kind != "none":
             self.in_loop = self._make_in_loop_controller()
             self.extra_nodes.append(self.in_loop)
@@ -518,6 +525,18 @@ class RobotDriverNode(QuietNode):
         )
         params = parse_node_parameters(raw)  # ValueError names the bad pair
         self.in_loop_parameters: dict[str, Any] = params
+        raw = declare(
+            self,
+            "in_loop_estimator_parameters",
+            "",
+            "with in_loop_controller wbc: parameters of the state estimator's node, which runs in the loop "
+            "before the WBC (same format as in_loop_parameters, e.g. 'flat_ground_std=0.01')",
+            read_only=True,
+        )
+        try:
+            self.in_loop_estimator_parameters: dict[str, Any] = parse_node_parameters(raw)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("in_loop_parameters", "in_loop_estimator_parameters")) from None
         in_loop_rt = self.in_loop_kind != "none" and self.clock_mode == "realtime"
         priorities = {}
         for name, auto, what in (
@@ -604,8 +623,23 @@ class RobotDriverNode(QuietNode):
 
             return JointHoldNode(in_loop=True, **kwargs)
         if self.in_loop_kind == "wbc":
+            from humanoid_control.estimation.state_estimator_node import StateEstimatorNode
             from humanoid_control.wbc.wbc_node import WbcNode
 
+            # the estimator runs in the loop too (before the WBC, each tick): its node in this process
+            est_params = dict(self.in_loop_estimator_parameters)
+            est_params.setdefault("robot", self.robot_name)
+            try:
+                est_overrides = [Parameter(k, value=v) for k, v in est_params.items()]
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise ValueError(f"parameter in_loop_estimator_parameters: {exc}") from None
+            self.in_loop_estimator = StateEstimatorNode(
+                in_loop=True,
+                context=self.context,
+                parameter_overrides=est_overrides,
+                use_global_arguments=False,
+            )
+            self.extra_nodes.append(self.in_loop_estimator)
             return WbcNode(in_loop=True, in_loop_lockstep=self.clock_mode == "lockstep", **kwargs)
         from humanoid_policy.policy_runner_node import PolicyRunnerNode
 
@@ -871,6 +905,7 @@ class RobotDriverNode(QuietNode):
             self._wait_for_subscribers()
         collector = self._apply_realtime()
         in_loop = self.in_loop
+        tooling = in_loop is not None and realtime  # the tooling streams go out in the loop's slack
         next_deadline = time.perf_counter()
         last_diag = 0.0
         last_roll = time.perf_counter()
@@ -898,7 +933,7 @@ class RobotDriverNode(QuietNode):
             # an external controller (and a lockstep peer) needs the state now; with the controller in the
             # loop, realtime publishes it in the loop's slack after the tick's work (tooling, off the critical
             # path), and lockstep after the controller's step (its mirrored command goes out before the state)
-            deferred = publish and in_loop is not None and realtime
+            deferred = publish and tooling
             if in_loop is None:
                 if publish:
                     self._publish_state(state)
@@ -908,6 +943,7 @@ class RobotDriverNode(QuietNode):
                 self._step_in_loop(in_loop, state)
                 if publish and not deferred:
                     in_loop.in_loop_mirror()
+                    self._publish_estimate()
                     self._publish_state(state)
             with self.command_arrived:
                 # realtime: give a streaming controller a short, deadline-bounded chance to answer this tick.
@@ -1003,8 +1039,10 @@ class RobotDriverNode(QuietNode):
                 return
             if realtime:
                 next_deadline += self.period
-                if self._tooling_pending is not None:
-                    self._publish_in_slack(in_loop, next_deadline)  # type: ignore[arg-type]
+                # the simulator's state after this step is the next tick's: its ground truth, if it publishes
+                truth_due = tooling and self.core.tick % self.publish_every == 0
+                if self._tooling_pending is not None or truth_due:
+                    self._publish_in_slack(in_loop, next_deadline, truth_due)  # type: ignore[arg-type]
                 done = time.perf_counter()
                 if done > next_deadline:
                     self.stats.record_overrun()
@@ -1015,35 +1053,59 @@ class RobotDriverNode(QuietNode):
             elif collector is not None:
                 collector.maybe_collect(math.inf)
 
-    def _publish_in_slack(self, in_loop: InLoopController, deadline: float) -> None:
+    def _publish_in_slack(self, in_loop: InLoopController, deadline: float, truth_due: bool) -> None:
         """Loop thread, realtime, a controller in the loop, after the tick's work (command written, physics
         stepped): the tooling streams of the newest publishing tick, one at a time (``/joint_states``,
-        ``/imu/data``, ``/clock``, the mirrored command, then the ground truth and contact wrenches of the
-        state after the step, stamped with the simulator's time), each only if the slack before ``deadline``
-        (perf_counter s) holds it (the decaying peak of its past publications); the rest wait for a later
-        tick's slack (``tooling_deferred``), and a newer publishing tick supersedes them
-        (``tooling_superseded``)."""
-        state, i = self._tooling_pending
+        ``/imu/data``, ``/clock``, the mirrored command, the in-loop estimator's ``/odom`` and contacts), each
+        only if the slack before ``deadline`` (perf_counter s) holds it (the decaying peak of its past
+        publications); the rest wait for a later tick's slack (``tooling_deferred``), and a newer publishing
+        tick supersedes them (``tooling_superseded``). ``truth_due``: the next tick publishes, and the
+        simulator's state after this tick's step is its state: the ground truth and contact wrenches go out
+        now, stamped with its time, if the slack holds them (else that sample is dropped:
+        ``tooling_truth_dropped``)."""
         steps = (
             self._publish_joints,
             self._publish_imu,
             self._publish_clock,
             lambda _state: in_loop.in_loop_mirror(),
+            self._publish_estimate,
             lambda _state: self._publish_truth(None),
         )
         costs = self._tooling_costs
-        while i < len(steps):
-            start = time.perf_counter()
-            if deadline - start < costs[i] + self.spin_margin:
-                self.tooling_deferred += 1
-                costs[i] *= 0.99  # one slow publication must not hold its stream back for good
-                self._tooling_pending = (state, i)
-                return
-            steps[i](state)
-            costs[i] = max(time.perf_counter() - start, 0.99 * costs[i])
-            i += 1
-        self._tooling_pending = None
-        self.tooling_published += 1
+        truth = len(steps) - 1
+        if self._tooling_pending is not None:
+            state, i = self._tooling_pending
+            while i < truth:
+                if not self._fits(deadline, i):
+                    self._tooling_pending = (state, i)
+                    self.tooling_deferred += 1
+                    return  # the ground truth, if due, is dropped too: the tick's streams go first
+                start = time.perf_counter()
+                steps[i](state)
+                costs[i] = max(time.perf_counter() - start, 0.99 * costs[i])
+                i += 1
+            self._tooling_pending = None
+            self.tooling_published += 1
+        if truth_due:
+            if self._fits(deadline, truth):
+                start = time.perf_counter()
+                steps[truth](None)
+                costs[truth] = max(time.perf_counter() - start, 0.99 * costs[truth])
+            else:
+                self.tooling_truth_dropped += 1
+
+    def _fits(self, deadline: float, stream: int) -> bool:
+        """The slack before ``deadline`` (perf_counter s) holds a publication of tooling ``stream``; if not,
+        its expected cost decays (one slow publication must not hold the stream back for good)."""
+        if deadline - time.perf_counter() >= self._tooling_costs[stream] + self.spin_margin:
+            return True
+        self._tooling_costs[stream] *= 0.99
+        return False
+
+    def _publish_estimate(self, _state: Any = None) -> None:
+        """The in-loop estimator's outputs (``/odom``, contacts, its diagnostics) for its latest tick."""
+        if self.in_loop_estimator is not None:
+            self.in_loop_estimator.in_loop_publish()
 
     def _mark_state(self, stamp: float) -> None:
         """Loop thread: the state of ``stamp`` went out (published, or handed to the in-loop controller)."""
@@ -1071,6 +1133,20 @@ class RobotDriverNode(QuietNode):
         """Loop thread: the in-loop controller answers this tick's state; its command goes to the core as a
         ``/joint_commands`` message would (lockstep needs no wait: the answer is there)."""
         t0 = time.perf_counter()
+        estimate = None
+        try:
+            if self.in_loop_estimator is not None:  # the estimator's node first, as /odom before the WBC
+                estimate = self.in_loop_estimator.in_loop_update(
+                    state.stamp,
+                    state.gyro,
+                    state.accel if state.accel is not None else _GRAVITY_SPECIFIC_FORCE,
+                    state.imu_quat,
+                    state.q,
+                    state.tau if state.tau is not None else np.zeros_like(state.q),
+                    state.dq,
+                )
+        except Exception as exc:  # no estimate this tick: the WBC refuses the stale one it has
+            self.get_logger().error(f"in-loop estimator failed: {exc!r}", throttle_duration_sec=1.0)
         view = InLoopState(
             stamp=state.stamp,
             q=state.q,
@@ -1080,6 +1156,7 @@ class RobotDriverNode(QuietNode):
             driver_mode=self.core.mode.value,
             accel=state.accel,
             tau=state.tau,
+            estimate=estimate,
         )
         try:
             command = controller.in_loop_step(view)
@@ -1290,6 +1367,7 @@ class RobotDriverNode(QuietNode):
                 "tooling_published": self.tooling_published,
                 "tooling_deferred": self.tooling_deferred,
                 "tooling_superseded": self.tooling_superseded,
+                "tooling_truth_dropped": self.tooling_truth_dropped,
             }
         values.update(self.stats.summary())
         lat = self.state_to_command

@@ -9,6 +9,12 @@
   transform on ``/tf`` where ``tf2_msgs`` is installed, and ``/diagnostics`` (contact and slip states,
   innovation norms, dropped messages, IMU gaps).
 
+In the driver's loop (``controller:=wbc_stand in_loop:=true``, docs/realtime.md): the driver creates this
+node in its process (``in_loop``): no subscriptions, no lockstep peer; the loop calls
+:meth:`StateEstimatorNode.in_loop_update` with each tick's IMU sample and joint state, before the WBC, and
+:meth:`StateEstimatorNode.in_loop_publish` in its slack (the outputs above, for the latest tick); parameters,
+``~/reset`` and the diagnostics work as in a process of its own.
+
 Service ``~/reset`` (std_srvs/Trigger): start over, re-initializing at the odom origin from the next IMU
 sample and joint state (e.g. after a simulator respawned the robot between evaluation trials).
 
@@ -35,7 +41,7 @@ from humanoid_control.estimation.estimator import BaseEstimate, StateEstimator
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 
 
 def _rot_to_quat_wxyz(r: np.ndarray) -> np.ndarray:
@@ -48,8 +54,9 @@ def _rot_to_quat_wxyz(r: np.ndarray) -> np.ndarray:
 class StateEstimatorNode(QuietNode):
     """ROS 2 adapter of :class:`StateEstimator`."""
 
-    def __init__(self) -> None:
-        super().__init__("state_estimator")
+    def __init__(self, in_loop: bool = False, **kwargs: Any) -> None:
+        super().__init__("state_estimator", **kwargs)
+        self.in_loop = in_loop
         robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
         flat = declare(
             self,
@@ -91,6 +98,8 @@ class StateEstimatorNode(QuietNode):
             "acknowledged on /lockstep/ack once its /odom is out",
             read_only=True,
         )
+        if in_loop:
+            lockstep = False  # called synchronously by the driver's loop: not a peer
         self.config = load_robot_config(robot)
         self.noise = noise
         self.resets = 0
@@ -128,13 +137,16 @@ class StateEstimatorNode(QuietNode):
         # (transient-local in lockstep: the first tick reaches this node even when the driver's writers
         # matched it late)
         deep = tick_stream_qos(2000, latched=lockstep)
-        self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
-        self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
+        if not in_loop:  # in the loop the driver hands each tick over
+            self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
+            self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
+        self._latest: tuple[float, BaseEstimate] | None = None  # in the loop: the estimate not yet published
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.peer = LockstepPeer(self, lockstep)
 
     def _on_reset(self, _req: Any, resp: Any) -> Any:
         self.est = StateEstimator(self.config, self.noise)
+        self._latest = None
         self._imu_t = None
         self._pending = None
         self._joints_t = None
@@ -300,6 +312,50 @@ class StateEstimatorNode(QuietNode):
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = stamp
         self.pub_diag.publish(msg)
+
+    # ------------------------------------------------------------------ in the driver's loop
+    def in_loop_update(
+        self,
+        stamp: float,
+        gyro: np.ndarray,
+        accel: np.ndarray,
+        imu_quat: np.ndarray,
+        q: np.ndarray,
+        tau: np.ndarray,
+        dq: np.ndarray | None,
+    ) -> BaseEstimate | None:
+        """Driver's loop thread: this tick's IMU sample and joint state (configuration order; s, rad/s, m/s^2,
+        rad, N m) -> the base estimate at ``stamp``, or None for a sample with non-finite values (dropped and
+        counted; the caller keeps its last estimate, which ages)."""
+        est = self.est  # ~/reset replaces it between ticks
+        if not (np.isfinite(gyro).all() and np.isfinite(accel).all()):
+            self.imu_dropped += 1
+            return None
+        if not (np.isfinite(q).all() and np.isfinite(tau).all() and (dq is None or np.isfinite(dq).all())):
+            self.joints_dropped += 1
+            return None
+        if np.isfinite(imu_quat).all() and abs(np.linalg.norm(imu_quat) - 1.0) < 0.1:
+            self._imu_quat = imu_quat
+        self._gyro = gyro
+        if est.initialized:
+            est.predict(stamp, gyro, accel)
+        else:  # the first tick: at the odom origin, the lower sole on the ground
+            est.initialize(stamp, self._imu_quat, q)
+        self._imu_t = stamp
+        est.correct(q, tau, dq, gyro)
+        self.updates += 1
+        self._joints_t = stamp
+        e = est.estimate(stamp, gyro)
+        self._latest = (stamp, e)
+        return e
+
+    def in_loop_publish(self) -> None:
+        """Driver's loop thread, in its slack: ``/odom``, the contacts and (once a second) the diagnostics of
+        the latest estimate (not again if already published)."""
+        latest, self._latest = self._latest, None
+        if latest is not None:
+            t, e = latest
+            self._publish(t, to_time_msg(t), e)
 
     def close(self) -> None:
         """Leave the driver's lockstep."""

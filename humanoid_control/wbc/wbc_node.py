@@ -29,12 +29,12 @@ lockstep ticks; ``~/start`` sets the driver's gains again (``gain_profile``, and
 :mod:`humanoid_control.wbc.runner`; on ``fault`` the node calls ``<driver>/estop``.
 
 In the driver's loop (driver parameter ``in_loop_controller: wbc``, docs/realtime.md): the driver creates this
-node in its process; its loop calls :meth:`WbcNode.in_loop_step` every tick with the measured joint state, and
-with ``estimate_in_loop`` (the default) the base state comes from the state estimator's core run in the same
-step on the tick's IMU sample and joint state (``StateEstimator``, the estimator node's default noise and
-``flat_ground_std``), so the QP answers the tick with the estimate of that tick and depends on no other
-process; otherwise it answers with the latest ``/odom`` (the estimator's answer to the previous tick: in
-lockstep the step waits for it, at most ``pending_timeout_s``). No ``/joint_states`` subscription, no lockstep
+node in its process, and the state estimator's node beside it; each tick its loop runs the estimator on the
+tick's IMU sample and joint state, then calls :meth:`WbcNode.in_loop_step` with the measured joint state and,
+with ``estimate_in_loop`` (the default), that estimate (``InLoopState.estimate``), so the QP answers the tick
+with the estimate of that tick and depends on no other process; otherwise it answers with the latest ``/odom``
+(the in-loop estimator's, published for the previous tick: in lockstep the step waits for it, at most
+``pending_timeout_s``). No ``/joint_states`` subscription, no lockstep
 peer, no markers; the commands are mirrored on ``~/joint_commands``.
 """
 
@@ -162,33 +162,17 @@ class WbcNode(QuietNode):
             "is out",
             read_only=True,
         )
-        self.estimator: Any = None
         estimate = declare(
             self,
             "estimate_in_loop",
             True,
-            "in the driver's loop: estimate the base state in the step (the state estimator's core) instead "
-            "of reading /odom",
+            "in the driver's loop: take the base state from the estimator that runs in the loop before this "
+            "node (its estimate of the same tick) instead of reading /odom",
             read_only=True,
         )
-        flat = declare(
-            self,
-            "flat_ground_std",
-            0.01,
-            "estimate_in_loop: std (m) of the estimator's flat-ground prior; 0 = off",
-            0.0,
-            1.0,
-            read_only=True,
-        )
+        self.estimate_in_loop = bool(in_loop and estimate)
         if in_loop:
             self.lockstep = False  # called synchronously by the driver's loop: not a peer
-            if estimate:
-                from humanoid_control.estimation.ekf import EstimatorNoise
-                from humanoid_control.estimation.estimator import StateEstimator
-
-                self.estimator = StateEstimator(
-                    self.config, EstimatorNoise(ground_height=flat if flat > 0 else None)
-                )
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -210,7 +194,7 @@ class WbcNode(QuietNode):
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
-        if self.estimator is None:  # (estimating in the loop: /odom is not read)
+        if not self.estimate_in_loop:  # (in the loop with the loop's estimate: /odom is not read)
             self.create_subscription(Odometry, "/odom", self._on_odom, deep)
         if not in_loop:
             self.create_subscription(JointState, "/joint_states", self._on_joint_states, deep)
@@ -426,7 +410,7 @@ class WbcNode(QuietNode):
             if not self.active:
                 return None
             prev, self._prev_t = self._prev_t, state.stamp
-            if self.estimator is not None:
+            if self.estimate_in_loop:
                 self._estimate(state)
             elif self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
                 end = time.monotonic() + self.pending_timeout
@@ -452,14 +436,13 @@ class WbcNode(QuietNode):
         return command
 
     def _estimate(self, state: InLoopState) -> None:
-        """The base state of this tick from its IMU sample and joint state (``estimate_in_loop``)."""
+        """The base state of this tick from the estimator in the loop (``estimate_in_loop``); none (it dropped
+        the tick's sample): no update, and the runner refuses the aging estimate as it would a stale /odom."""
         from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
 
-        accel = state.accel if state.accel is not None else np.array([0.0, 0.0, 9.81])
-        tau = state.tau if state.tau is not None else np.zeros_like(state.q)
-        if not (np.all(np.isfinite(state.gyro)) and np.all(np.isfinite(accel)) and np.all(np.isfinite(tau))):
-            return  # no update: the runner refuses a stale estimate as it would a stale /odom
-        e = self.estimator.step(state.stamp, state.gyro, accel, state.q, tau, state.imu_quat, state.dq)
+        e = state.estimate
+        if e is None:
+            return
         w, x, y, z = _rot_to_quat_wxyz(e.rotation)
         sample = OdomSample(
             state.stamp,
