@@ -529,8 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     loco.add_argument(
         "--publish-rate",
         type=float,
-        default=0.0,
-        help="the driver's publish_rate_hz (a whole divisor of 500; 0: every tick)",
+        default=None,
+        help="the driver's publish_rate_hz (a whole divisor of 500; 0: every tick). Default: every tick in "
+        "lockstep (the evaluator is a lockstep peer); 100 Hz in realtime with the policy in the loop (the "
+        "evaluator samples the ground truth and joint states at 100 Hz, and its process loads the machine "
+        "less)",
     )
     est = sub.add_parser(
         "estimator",
@@ -761,6 +764,8 @@ def main(argv: list[str] | None = None) -> int:
     hw = "" if args.hardware == "mujoco" else f"_{args.hardware}"
     if args.in_loop is None:
         args.in_loop = args.clock == "realtime" and not walking
+    if args.publish_rate is None:
+        args.publish_rate = 100.0 if args.in_loop and args.clock == "realtime" else 0.0
     if args.in_loop and walking:
         print("humanoid-eval: error: --in-loop runs the policy in the loop (not mpc_walk)", file=sys.stderr)
         return 2
