@@ -35,9 +35,13 @@ every tick of the swing); standing and in a capture step the hip strategy lets t
 polygon by ``cmp_margin``, the difference made by a rate of centroidal angular momentum. Walking, at a
 touchdown a DCM more than ``walk_recovery_threshold`` from the plan's interrupts the walk: a capture step
 with the next foot (or standing), and the walk goes on once the DCM has settled between the feet
-(``walk_start_radius``, ``walk_start_speed``).
+(``walk_start_radius``, ``walk_start_speed``). A smaller error (over ``walk_measured_replan_error``)
+keeps walking: the preview is re-solved from its own prediction moved with the landed foot (not from the
+measured CoM, which would plan the fall and hide the error from the next touchdown's adjustment), and a
+DCM pushed toward the former stance foot gets a longer weight transfer (``walk_transfer_extension``): the
+ZMP held under that foot brings the DCM back before the next swing, whose foot cannot cross to catch it.
 
-Not yet: step timing adaptation while walking, yaw momentum.
+Not yet: swing timing adaptation while walking (an earlier or later touchdown), yaw momentum.
 """
 
 from __future__ import annotations
@@ -107,6 +111,15 @@ class WalkingSettings:
             the controller stands on both feet (capture steps allowed) and walks on once the DCM is back
             within ``walk_start_radius`` (m) of the middle of the feet and the CoM slower than
             ``walk_start_speed`` (m/s); 0 turns it off. Standing, a command starts a walk only from there.
+        walk_measured_replan_error: at a touchdown, a DCM within this distance (m) of the plan's (every
+            touchdown of an unpushed walk: at most 0.063 m measured in process) re-solves the preview from
+            the measured CoM; beyond it (a push) from the preview's own prediction moved with the feet (by
+            how far the foot landed from its planned place), so the DCM error stays visible to the next
+            swing's touchdown adjustment instead of being planned into a fall.
+        walk_transfer_extension: after such a pushed touchdown, the weight transfer may last this much (s)
+            longer than the plan's double support: while the DCM, pushed toward the former stance foot,
+            runs back from the ZMP held under that foot (toward the foot that just landed, which cannot
+            step across it); 0 turns it off.
         wide_start_transfer: the first weight transfer (s) of a walk that starts from feet more than 5 cm
             from the nominal stance (after a capture step).
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
@@ -138,6 +151,8 @@ class WalkingSettings:
     cmp_margin: float = 0.06
     walk_cmp_margin: float = 0.0
     walk_recovery_threshold: float = 0.15
+    walk_measured_replan_error: float = 0.07
+    walk_transfer_extension: float = 0.3
     walk_start_radius: float = 0.05
     walk_start_speed: float = 0.1
     wide_start_transfer: float = 0.8
@@ -249,6 +264,9 @@ class WalkingController:
         self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
         self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
         self.walk_interruptions: list[tuple[float, float]] = []  # (t, DCM error m): walks ended by a push
+        self.touchdown_errors: list[
+            tuple[float, float]
+        ] = []  # (t, DCM error from the plan's at touchdown, m)
         self.pattern_failures = 0  # ZMP preview solves that failed (the last good one kept)
         self.last_pattern_failure = ""
         self.plans: list[tuple[float, FootstepPlan]] = []  # (start time, plan), for plots
@@ -313,10 +331,13 @@ class WalkingController:
         if self._set_plan(plan, self.t):
             self.mode = WalkMode.WALK
 
-    def _set_plan(self, plan: FootstepPlan, t0: float, measured: bool = False) -> bool:
+    def _set_plan(
+        self, plan: FootstepPlan, t0: float, measured: bool = False, shift: np.ndarray | None = None
+    ) -> bool:
         """Follow ``plan`` from ``t0`` (s): the ZMP preview re-solved on it from the measured CoM (starting,
-        ``measured``) or from the last plan's prediction. False when that solve failed (counted): the
-        caller keeps standing, or walks on the last good preview until the next re-solve."""
+        ``measured``) or from the last plan's prediction, moved by ``shift`` (m, odom frame, horizontal)
+        when given. False when that solve failed (counted): the caller keeps standing, or walks on the last
+        good preview until the next re-solve."""
         gen = self.generator
         prev = gen.last
         predicted = None if prev is None else prev.com_state(self.t)
@@ -330,6 +351,10 @@ class WalkingController:
             acc = (0.0, 0.0) if predicted is None or self.mode == WalkMode.STAND else predicted[:, 2]
             state = np.array([[c[0], cd[0], acc[0]], [c[1], cd[1], acc[1]]])
             out = gen.replan(self.t, state)
+        elif shift is not None:
+            state = np.array(predicted, dtype=float)
+            state[:, 0] += shift
+            out = gen.replan(self.t, state)
         else:
             out = gen.replan(self.t)
         if not out.ok:
@@ -338,9 +363,17 @@ class WalkingController:
         return out.ok and gen.last is not None
 
     def _replan_steps(
-        self, phase_end_feet: dict[str, Pose2D], next_side: str, t0: float, measured: bool = False
+        self,
+        phase_end_feet: dict[str, Pose2D],
+        next_side: str,
+        t0: float,
+        measured: bool = False,
+        shift: np.ndarray | None = None,
+        transfer: float | None = None,
     ) -> None:
-        """At a touchdown: plan the steps after it with the latest command, from ``t0`` (s)."""
+        """At a touchdown: plan the steps after it with the latest command, from ``t0`` (s), the first
+        weight transfer ``transfer`` (s; default the plan's double support); the preview from the measured
+        CoM (``measured``) or from its prediction moved by ``shift`` (m)."""
         cmd = self.active_command()
         sp = self.planner.spec
         if cmd.is_zero():
@@ -349,8 +382,8 @@ class WalkingController:
             plan = self.planner.plan_velocity(
                 phase_end_feet, cmd, self.settings.n_steps, next_side, anchor=other_side(next_side)
             )
-        plan = replace(plan, start_double_support=sp.double_support)
-        self._set_plan(plan, t0, measured)
+        plan = replace(plan, start_double_support=sp.double_support if transfer is None else transfer)
+        self._set_plan(plan, t0, measured, shift)
 
     # ------------------------------------------------------------------ per tick
     def step(self, q: np.ndarray, v: np.ndarray) -> JointCommand:
@@ -559,20 +592,29 @@ class WalkingController:
             self._record_touchdown(phase)
             self._swing_offset[:] = 0.0
             threshold = self.settings.walk_recovery_threshold
-            if threshold > 0.0 and not self._recovering:
-                error = float(np.hypot(*(xi - gen.reference(t).dcm)))
-                if error > threshold:  # pushed: a capture step with the next foot, then stand until settled
-                    self.walk_interruptions.append((t, error))
-                    next_side = other_side(sched.plan.steps[phase.step_index].side)
-                    self.mode = WalkMode.STAND
-                    if not self._capture_step(xi, (next_side,)):
-                        return None
-                    return gen.reference(t)
+            error = float(np.hypot(*(xi - gen.reference(t).dcm)))
+            self.touchdown_errors.append((t, error))
+            if threshold > 0.0 and not self._recovering and error > threshold:
+                # pushed: a capture step with the next foot, then stand until settled
+                self.walk_interruptions.append((t, error))
+                next_side = other_side(sched.plan.steps[phase.step_index].side)
+                self.mode = WalkMode.STAND
+                if not self._capture_step(xi, (next_side,)):
+                    return None
+                return gen.reference(t)
             walk_on = not self.active_command().is_zero() and not self._recovering
             if phase.step_index + 1 < len(sched.plan.steps) or walk_on:
                 feet = self._measured_feet()
-                next_side = other_side(sched.plan.steps[phase.step_index].side)
-                self._replan_steps(feet, next_side, phase.t_start, measured=True)
+                landed = sched.plan.steps[phase.step_index]
+                next_side = other_side(landed.side)
+                if error <= self.settings.walk_measured_replan_error:
+                    self._replan_steps(feet, next_side, phase.t_start, measured=True)
+                else:  # pushed: keep the DCM error visible to the next touchdown's adjustment
+                    shift = feet[landed.side].position - landed.pose.position
+                    transfer = self._pushed_transfer(
+                        xi, feet, landed.side, gen.reference(t + sched.plan.double_support).dcm + shift, omega
+                    )
+                    self._replan_steps(feet, next_side, phase.t_start, shift=shift, transfer=transfer)
                 sched = gen.schedule
                 assert sched is not None
                 phase = sched.phases[sched.phase_index(t)]
@@ -582,6 +624,33 @@ class WalkingController:
         if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
             ref = self._adjust_swing(ref, phase, xi, omega)
         return ref
+
+    def _pushed_transfer(
+        self, xi: np.ndarray, feet: dict[str, Pose2D], landed: str, target: np.ndarray, omega: float
+    ) -> float:
+        """The weight transfer (s) after a pushed touchdown of ``landed``: the plan's double support,
+        longer when the DCM ``xi`` (m, odom frame) has been pushed toward the former stance foot: the ZMP
+        stays under that foot (its sole's far edge, less ``cop_margin``) until the DCM, running away from
+        it, reaches ``target`` (the plan's DCM at the end of the transfer), at most
+        ``walk_transfer_extension`` longer."""
+        ds = self.planner.spec.double_support
+        s = self.settings
+        if s.walk_transfer_extension <= 0.0:
+            return ds
+        old = feet[other_side(landed)]
+        n = old.position - feet[landed].position
+        dist = float(np.hypot(*n))
+        if dist < 1e-6:
+            return ds
+        n = n / dist
+        corners = old.apply(self.planner.soles[other_side(landed)])
+        p = float(np.max(corners @ n)) - s.cop_margin
+        a = float(xi @ n) - p
+        b = float(target @ n) - p
+        if not (a < 0.0 and b < a):
+            return ds
+        extra = math.log(b / a) / omega
+        return ds + min(max(extra, 0.0), s.walk_transfer_extension)
 
     def _adjust_swing(self, ref: WalkingReference, phase, xi: np.ndarray, omega: float) -> WalkingReference:  # type: ignore[no-untyped-def]
         """Move the swing foot's touchdown by the DCM error predicted at touchdown (module docstring)."""
