@@ -99,6 +99,9 @@ class WalkingSettings:
         adjust_gain: scale of the touchdown move, forward and lateral in the stance sole's frame.
         adjust_recovery_reach: the moved touchdown may go as far as a capture step (``recovery_reach``),
             not only the walking step limits (a push while walking).
+        walk_adjust_reach: with ``adjust_recovery_reach``, the walking touchdown adjustment's reach
+            (forward, backward, width; m) instead of ``recovery_reach`` (None: the same): forward 0.45 m,
+            which saved 22.5 N s front pushes at mid single support in process that 0.4 m did not.
         recovery_steps: standing, step when the DCM leaves the feet's support polygon.
         recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
         recovery_transfer: weight transfer before the capture step's swing (s).
@@ -147,12 +150,17 @@ class WalkingSettings:
     recovery_transfer: float = 0.05
     recovery_min_swing: float = 0.25
     recovery_reach: tuple[float, float, float] = (0.4, 0.36, 0.45)
+    walk_adjust_reach: tuple[float, float, float] | None = (0.45, 0.36, 0.45)
+    walk_push_error: float = 0.15
+    walk_push_width_min: float = 0.11
+    walk_push_cmp_margin: float = 0.06
     recovery_offset: float = 0.2
     cmp_margin: float = 0.06
     walk_cmp_margin: float = 0.0
     walk_recovery_threshold: float = 0.15
     walk_measured_replan_error: float = 0.07
     walk_transfer_extension: float = 0.3
+    walk_inward_recovery_threshold: float = 0.15
     walk_start_radius: float = 0.05
     walk_start_speed: float = 0.1
     wide_start_transfer: float = 0.8
@@ -253,6 +261,19 @@ class WalkingController:
             step_width_max=max(s.recovery_reach[2], self.planner.spec.step_width_max),
         )
         self.recovery_planner = FootstepPlanner(rs, self.planner.soles)
+        reach = s.walk_adjust_reach or s.recovery_reach
+        self.walk_adjust_planner = FootstepPlanner(
+            replace(
+                rs,
+                step_forward=max(reach[0], self.planner.spec.step_forward),
+                step_backward=max(reach[1], self.planner.spec.step_backward),
+                step_width_max=max(reach[2], self.planner.spec.step_width_max),
+            ),
+            self.planner.soles,
+        )
+        self.push_adjust_planner = FootstepPlanner(
+            replace(self.walk_adjust_planner.spec, step_width_min=s.walk_push_width_min), self.planner.soles
+        )
         self.adjuster = DcmStepAdjuster(
             self.recovery_planner,
             self.generator.lipm,
@@ -262,6 +283,8 @@ class WalkingController:
             self.recovery_planner, self.generator.lipm, StepAdjustmentSettings(adapt_timing=False)
         )
         self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
+        self._pushed_until = -math.inf  # (s) pushed while walking: the narrower touchdown, the hip strategy
+        self.pushed_swings = 0  # swings in which the predicted touchdown error exceeded walk_push_error
         self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
         self.walk_interruptions: list[tuple[float, float]] = []  # (t, DCM error m): walks ended by a push
         self.touchdown_errors: list[
@@ -432,6 +455,8 @@ class WalkingController:
         p = p_r + (1.0 + gain) * (xi - xi_r)
         pts = self._support(contacts)
         margin = s.cmp_margin if ref is None or self._recovering else s.walk_cmp_margin
+        if ref is not None and not self._recovering and self.t < self._pushed_until:
+            margin = max(margin, s.walk_push_cmp_margin)
         if len(pts) >= 3:
             lines = _edge_lines(pts)
             inner = _offset(pts, lines, -s.cop_margin)
@@ -592,8 +617,11 @@ class WalkingController:
             self._record_touchdown(phase)
             self._swing_offset[:] = 0.0
             threshold = self.settings.walk_recovery_threshold
-            error = float(np.hypot(*(xi - gen.reference(t).dcm)))
+            error_vec = xi - gen.reference(t).dcm
+            error = float(np.hypot(*error_vec))
             self.touchdown_errors.append((t, error))
+            if self._toward_former_stance(error_vec, sched.plan.steps[phase.step_index].side):
+                threshold = self.settings.walk_inward_recovery_threshold
             if threshold > 0.0 and not self._recovering and error > threshold:
                 # pushed: a capture step with the next foot, then stand until settled
                 self.walk_interruptions.append((t, error))
@@ -615,6 +643,8 @@ class WalkingController:
                         xi, feet, landed.side, gen.reference(t + sched.plan.double_support).dcm + shift, omega
                     )
                     self._replan_steps(feet, next_side, phase.t_start, shift=shift, transfer=transfer)
+                    if self._pushed_until >= t - self.dt:  # the hip strategy through the transfer too
+                        self._pushed_until = max(self._pushed_until, phase.t_start + transfer)
                 sched = gen.schedule
                 assert sched is not None
                 phase = sched.phases[sched.phase_index(t)]
@@ -624,6 +654,15 @@ class WalkingController:
         if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
             ref = self._adjust_swing(ref, phase, xi, omega)
         return ref
+
+    def _toward_former_stance(self, error: np.ndarray, landed: str) -> bool:
+        """Whether the DCM error ``error`` (m, odom frame) at the touchdown of ``landed`` points toward the
+        former stance foot (within 45 deg of the line from the landed sole to it): the side the swing foot
+        could not reach without crossing."""
+        feet = self._measured_feet()
+        n = feet[other_side(landed)].position - feet[landed].position
+        norm = float(np.hypot(*n)) * float(np.hypot(*error))
+        return norm > 1e-12 and float(n @ error) > math.cos(math.pi / 4) * norm
 
     def _pushed_transfer(
         self, xi: np.ndarray, feet: dict[str, Pose2D], landed: str, target: np.ndarray, omega: float
@@ -673,6 +712,14 @@ class WalkingController:
                 self._swing_offset[:] = (adj.step.pose.x - traj.end.x, adj.step.pose.y - traj.end.y)
         elif s_now < self.settings.adjust_window[1]:
             err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
+            t_down = traj.t0 + traj.duration
+            if (
+                s_now >= self.settings.adjust_window[0]
+                and float(np.hypot(*err)) > self.settings.walk_push_error
+            ):
+                if self._pushed_until < t_down:
+                    self.pushed_swings += 1
+                self._pushed_until = max(self._pushed_until, t_down)
             # per axis of the stance sole (forward, lateral): gain, then a dead band - errors the ankle
             # strategy absorbs at the next stance do not move the foot
             yaw = phase.feet[other_side(side)].yaw
@@ -686,7 +733,9 @@ class WalkingController:
                 err = err * 0.0
             target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
             stance = other_side(side)
-            planner = self.recovery_planner if self.settings.adjust_recovery_reach else self.planner
+            planner = self.walk_adjust_planner if self.settings.adjust_recovery_reach else self.planner
+            if self.t < self._pushed_until:  # pushed: the swing sole may land closer to the stance sole
+                planner = self.push_adjust_planner
             step, _ = planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
             new = np.array([step.pose.x - traj.end.x, step.pose.y - traj.end.y])
             if float(np.hypot(*(new - self._swing_offset))) > 1e-3:
