@@ -11,7 +11,8 @@ import pytest
 
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.walking.controller import WalkingController, WalkingSettings, WalkMode
-from humanoid_control.walking.sim_loop import run_walking, survives_walking_push
+from humanoid_control.walking.sim_loop import mid_single_support, run_walking, survives_walking_push
+from humanoid_control.wbc.sim_loop import Push
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +79,27 @@ def test_a_backward_push_is_recovered_with_a_capture_step(config) -> None:  # ty
 
 
 def test_a_push_toward_the_stance_foot_while_walking_is_recovered(config) -> None:  # type: ignore[no-untyped-def]
-    # walking at 0.3 m/s, 15 N s to the left at mid single support on the left foot: the swing foot cannot
-    # cross to catch it; it lands, the left foot takes a capture step (or the robot stands), then walks on
-    assert survives_walking_push(config, (0.0, 1.0), 15.0, speed=0.3, stance="left", observe=2.0)
+    # walking at 0.3 m/s, 15 N s to the left centred on mid single support on the left foot (the graph
+    # evaluation's timing; it fell before): the swing (right) foot cannot cross to catch it. The pushed swing
+    # lands closer to the left foot than the walking width_min, with the hip strategy on; the left foot then
+    # steps out (a capture step), and the walk resumes once settled
+    ctl = WalkingController(config)
+    impulse, duration = 15.0, 0.1
+    log = run_walking(
+        config,
+        6.0,
+        lambda t: (0.3, 0.0, 0.0) if t >= 0.5 else (0.0, 0.0, 0.0),
+        push=Push((0.0, impulse / duration), 2.5, duration),
+        controller=ctl,
+        push_when=mid_single_support("left", lead=0.5 * duration),
+        stop_after=2.5,
+    )
+    assert log.push_time is not None
+    assert not log.fell, f"fell at t={log.time[-1]:.2f} s"
+    assert log.base[-1][2] > log.base[0][2] - 0.1
+    assert ctl.pushed_swings >= 1
+    t_down, side, right = next((t, side, p) for t, side, p in ctl.touchdowns if t > log.push_time)
+    left = next(p for t, side, p in reversed(ctl.touchdowns) if side == "left" and t < t_down)
+    assert side == "right"
+    assert left[1] - right[1] < config.walking.step_width_min - 0.03  # landed inside the walking limit
+    assert log.modes[-1] == WalkMode.WALK.value  # walking again

@@ -103,8 +103,10 @@ def run_walking(
     return log
 
 
-def mid_single_support(stance: str) -> Callable[[WalkingController], bool]:
-    """A ``push_when`` test: the controller is half-way through a planned single support on ``stance``."""
+def mid_single_support(stance: str, lead: float = 0.0) -> Callable[[WalkingController], bool]:
+    """A ``push_when`` test: the controller is half-way through a planned single support on ``stance``,
+    less ``lead`` (s): a push of duration ``2 lead`` is then centred on the middle, as in
+    ``humanoid-eval push --walking-speed``."""
 
     def test(ctl: WalkingController) -> bool:
         sched = ctl.generator.schedule
@@ -113,7 +115,7 @@ def mid_single_support(stance: str) -> Callable[[WalkingController], bool]:
         phase = sched.phase_at(ctl.status.t)
         if phase is None or phase.swing is None or phase.swing == stance:
             return False
-        return (ctl.status.t - phase.t_start) >= 0.5 * (phase.t_end - phase.t_start)
+        return (ctl.status.t - phase.t_start) >= 0.5 * (phase.t_end - phase.t_start) - lead - 1e-9
 
     return test
 
@@ -127,18 +129,20 @@ def survives_walking_push(
     settings: WalkingSettings | None = None,
     duration: float = 0.1,
     observe: float = 2.5,
+    centred: bool = True,
 ) -> bool:
     """Whether the walking controller survives a push of ``impulse`` (N s) over ``duration`` (s) along
     ``direction`` (world frame), standing (``speed`` 0: pushed at 1.0 s, stepping allowed) or walking
     forward at ``speed`` (m/s, from 0.5 s; pushed from 2.5 s on at the first mid single support on
-    ``stance``), watched ``observe`` s after the push. Survived: no fall (base above
+    ``stance``: the push centred on its middle, as the graph evaluation does, or with ``centred`` False
+    starting there), watched ``observe`` s after the push. Survived: no fall (base above
     ``simulation.fall_height``, no damping), the base within 0.1 m of its starting height, and standing the
     robot at rest again (CoM slower than 0.15 m/s horizontally at the end)."""
     u = np.asarray(direction, dtype=float)
     u = u / np.linalg.norm(u)
     force = u * impulse / duration
     start = 1.0 if speed == 0.0 else 2.5
-    when = None if speed == 0.0 else mid_single_support(stance)
+    when = None if speed == 0.0 else mid_single_support(stance, 0.5 * duration if centred else 0.0)
     ctl = WalkingController(config, settings=settings)
     push = Push((float(force[0]), float(force[1])), start, duration)
     log = run_walking(
