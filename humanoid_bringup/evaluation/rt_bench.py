@@ -73,6 +73,10 @@ _KEYS = (
     "rt_thread_priority",
     "rt_process_priority",
     "rt_refused",
+    "tooling_published",
+    "tooling_deferred",
+    "tooling_superseded",
+    "tooling_truth_dropped",
 )
 
 
@@ -144,7 +148,7 @@ def baseline_loop(
             out = runner.update(t, s.q, s.dq, core.mode.value)
             return None if out.q_target is None else checked_command(len(s.q), t, out.q_target)
 
-    elif work == "wbc":  # as in the loop: the estimator's core, then the QP on its estimate
+    elif work == "wbc":  # as in the loop: the estimator's prediction, the QP on it, then its kinematic update
         from humanoid_control.estimation.ekf import EstimatorNoise
         from humanoid_control.estimation.estimator import StateEstimator
         from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
@@ -155,7 +159,13 @@ def baseline_loop(
         est = StateEstimator(config, EstimatorNoise(ground_height=0.01))
 
         def step(t: float, s: Any) -> JointCommand | None:
-            e = est.step(t, s.gyro, s.accel, s.q, s.tau, s.imu_quat, s.dq)
+            if est.initialized:
+                est.predict(t, s.gyro, s.accel)
+                after_write.append(lambda: est.correct(s.q, s.tau, s.dq, s.gyro))
+            else:
+                est.initialize(t, s.imu_quat, s.q)
+                est.correct(s.q, s.tau, s.dq, s.gyro)
+            e = est.estimate(t, s.gyro)
             w, x, y, z = _rot_to_quat_wxyz(e.rotation)
             quat_xyzw = np.array([x, y, z, w])
             q, v = pinocchio_state(
@@ -169,6 +179,7 @@ def baseline_loop(
 
     stats = LoopStats(rate)
     result: dict[str, Any] = {}
+    after_write: list[Any] = []  # the tick's work that follows the command (the estimator's update)
 
     def loop() -> None:
         applied = apply_to_loop_thread(
@@ -190,6 +201,8 @@ def baseline_loop(
                 if cmd is not None and core.mode in (DriverMode.HOLD, DriverMode.ACTIVE):
                     core.submit(cmd)
             backend.write(core.update(s.q, s.dq, tilt_from_quat(s.imu_quat)))
+            while after_write:
+                after_write.pop()()
             backend.advance(period)
             deadline += period
             done = time.perf_counter()

@@ -943,7 +943,6 @@ class RobotDriverNode(QuietNode):
                 self._step_in_loop(in_loop, state)
                 if publish and not deferred:
                     in_loop.in_loop_mirror()
-                    self._publish_estimate()
                     self._publish_state(state)
             with self.command_arrived:
                 # realtime: give a streaming controller a short, deadline-bounded chance to answer this tick.
@@ -1007,6 +1006,10 @@ class RobotDriverNode(QuietNode):
                 )
                 self._publish_lockstep()
             self.backend.write(command)
+            if self.in_loop_estimator is not None:
+                self._estimator_correct()  # the tick's kinematic update, off the state -> command path
+                if publish and not deferred:
+                    self._publish_estimate()  # /odom of this tick (realtime: in the slack, below)
             if deferred:
                 if self._tooling_pending is not None:
                     self.tooling_superseded += 1
@@ -1102,6 +1105,13 @@ class RobotDriverNode(QuietNode):
         self._tooling_costs[stream] *= 0.99
         return False
 
+    def _estimator_correct(self) -> None:
+        """Loop thread, the command written: the in-loop estimator's leg-kinematics update of this tick."""
+        try:
+            self.in_loop_estimator.in_loop_correct()
+        except Exception as exc:  # the next prediction goes on from the prior; the WBC refuses an aging one
+            self.get_logger().error(f"in-loop estimator failed: {exc!r}", throttle_duration_sec=1.0)
+
     def _publish_estimate(self, _state: Any = None) -> None:
         """The in-loop estimator's outputs (``/odom``, contacts, its diagnostics) for its latest tick."""
         if self.in_loop_estimator is not None:
@@ -1136,7 +1146,7 @@ class RobotDriverNode(QuietNode):
         estimate = None
         try:
             if self.in_loop_estimator is not None:  # the estimator's node first, as /odom before the WBC
-                estimate = self.in_loop_estimator.in_loop_update(
+                estimate = self.in_loop_estimator.in_loop_predict(
                     state.stamp,
                     state.gyro,
                     state.accel if state.accel is not None else _GRAVITY_SPECIFIC_FORCE,

@@ -11,7 +11,8 @@
 
 In the driver's loop (``controller:=wbc_stand in_loop:=true``, docs/realtime.md): the driver creates this
 node in its process (``in_loop``): no subscriptions, no lockstep peer; the loop calls
-:meth:`StateEstimatorNode.in_loop_update` with each tick's IMU sample and joint state, before the WBC, and
+:meth:`StateEstimatorNode.in_loop_predict` with each tick's IMU sample and joint state before the WBC,
+:meth:`StateEstimatorNode.in_loop_correct` once the WBC's command is written and
 :meth:`StateEstimatorNode.in_loop_publish` in its slack (the outputs above, for the latest tick); parameters,
 ``~/reset`` and the diagnostics work as in a process of its own.
 
@@ -141,6 +142,7 @@ class StateEstimatorNode(QuietNode):
             self.create_subscription(Imu, "/imu/data", self._on_imu, deep)
             self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
         self._latest: tuple[float, BaseEstimate] | None = None  # in the loop: the estimate not yet published
+        self._to_correct: tuple[Any, ...] | None = None  # in the loop: the tick's kinematic update, pending
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.peer = LockstepPeer(self, lockstep)
 
@@ -314,7 +316,7 @@ class StateEstimatorNode(QuietNode):
         self.pub_diag.publish(msg)
 
     # ------------------------------------------------------------------ in the driver's loop
-    def in_loop_update(
+    def in_loop_predict(
         self,
         stamp: float,
         gyro: np.ndarray,
@@ -324,10 +326,14 @@ class StateEstimatorNode(QuietNode):
         tau: np.ndarray,
         dq: np.ndarray | None,
     ) -> BaseEstimate | None:
-        """Driver's loop thread: this tick's IMU sample and joint state (configuration order; s, rad/s, m/s^2,
-        rad, N m) -> the base estimate at ``stamp``, or None for a sample with non-finite values (dropped and
-        counted; the caller keeps its last estimate, which ages)."""
+        """Driver's loop thread, before the controller: this tick's IMU sample and joint state (configuration
+        order; s, rad/s, m/s^2, rad, N m) -> the base estimate at ``stamp`` propagated with the IMU sample
+        (the filter's prior; the first tick: initialized and corrected). The leg-kinematics update with the
+        same joint state follows in :meth:`in_loop_correct`, once the controller's command is written: the
+        filter is the same as the separate node's, the controller answers sooner. None for a sample with
+        non-finite values (dropped and counted; the caller keeps its last estimate, which ages)."""
         est = self.est  # ~/reset replaces it between ticks
+        self._to_correct = None
         if not (np.isfinite(gyro).all() and np.isfinite(accel).all()):
             self.imu_dropped += 1
             return None
@@ -337,17 +343,30 @@ class StateEstimatorNode(QuietNode):
         if np.isfinite(imu_quat).all() and abs(np.linalg.norm(imu_quat) - 1.0) < 0.1:
             self._imu_quat = imu_quat
         self._gyro = gyro
-        if est.initialized:
-            est.predict(stamp, gyro, accel)
-        else:  # the first tick: at the odom origin, the lower sole on the ground
-            est.initialize(stamp, self._imu_quat, q)
         self._imu_t = stamp
+        if not est.initialized:  # the first tick: at the odom origin, the lower sole on the ground
+            est.initialize(stamp, self._imu_quat, q)
+            self._to_correct = (est, stamp, q, tau, dq, gyro)
+            self.in_loop_correct()
+            return est.estimate(stamp, gyro)
+        est.predict(stamp, gyro, accel)
+        self._to_correct = (est, stamp, q, tau, dq, gyro)
+        return est.estimate(stamp, gyro)
+
+    def in_loop_correct(self) -> None:
+        """Driver's loop thread, after the command is written: the leg-kinematics update of the tick given to
+        :meth:`in_loop_predict` (contacts, slip); its posterior estimate is what :meth:`in_loop_publish`
+        sends."""
+        pending, self._to_correct = self._to_correct, None
+        if pending is None:
+            return
+        est, stamp, q, tau, dq, gyro = pending
+        if est is not self.est:
+            return  # ~/reset in between
         est.correct(q, tau, dq, gyro)
         self.updates += 1
         self._joints_t = stamp
-        e = est.estimate(stamp, gyro)
-        self._latest = (stamp, e)
-        return e
+        self._latest = (stamp, est.estimate(stamp, gyro))
 
     def in_loop_publish(self) -> None:
         """Driver's loop thread, in its slack: ``/odom``, the contacts and (once a second) the diagnostics of
