@@ -180,6 +180,7 @@ class PolicyRunnerNode(QuietNode):
         self._published_state = ""
         self._estop_sent = False
         self._last_diag = -1e9
+        self._diag_t: float | None = None  # in the loop: the stamp of the last step (its diagnostics)
         self._last_cb_wall: float | None = None
         self.max_state_gap_ms = 0.0  # wall time between /joint_states callbacks (stalls show here)
         self.max_callback_ms = 0.0
@@ -506,9 +507,16 @@ class PolicyRunnerNode(QuietNode):
         self._publish_state()
         if self.runner.state == RunnerState.RUN:
             self.max_callback_ms = max(self.max_callback_ms, (time.perf_counter() - wall) * 1e3)
-        if t - self._last_diag >= 1.0:
+        if self.in_loop:
+            self._diag_t = t  # the diagnostics go out off the critical path (in_loop_diagnostics)
+        elif t - self._last_diag >= 1.0:
             self._last_diag = t
             self._publish_diagnostics(stamp if stamp is not None else to_time_msg(t))
+
+    def in_loop_diagnostics(self) -> None:
+        """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
+        if self._diag_t is not None:
+            self._publish_diagnostics(to_time_msg(self._diag_t))
 
     # ------------------------------------------------------------------ services
     def _on_start(self, req: Any, resp: Any) -> Any:

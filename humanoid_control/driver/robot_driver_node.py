@@ -408,11 +408,12 @@ class RobotDriverNode(QuietNode):
         self.realtime_commands_late = 0
         # realtime with a controller in the loop: the tooling streams go out in the loop's slack
         self._tooling_pending: tuple[Any, int] | None = None  # (state, index of its next stream)
-        self._tooling_costs = [2e-4] * 6  # per stream: decaying peak of a publication (s)
+        self._tooling_costs = [2e-4] * 7  # per stream: decaying peak of a publication (s)
         self.tooling_published = 0  # publishing ticks whose streams all went out
         self.tooling_deferred = 0  # ticks whose slack could not hold the next stream
         self.tooling_superseded = 0  # publishing ticks whose streams did not all go out before the next one
         self.tooling_truth_dropped = 0  # ground-truth samples the slack could not hold
+        self._diag_due = False  # realtime, a controller in the loop: the 1 Hz diagnostics wait for slack
         self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
         self._state_keys: collections.deque[int] = collections.deque()
         self._last_applied_key = -(2**62)
@@ -1032,11 +1033,14 @@ class RobotDriverNode(QuietNode):
                 self.stats.roll()
                 last_roll = now
             if now - last_diag >= 1.0 or mode != self._last_mode:
-                self._publish_diagnostics()
+                if tooling and mode == self._last_mode:
+                    self._diag_due = True  # in the slack (below), like the tooling streams
+                else:
+                    self._publish_all_diagnostics()
                 last_diag = now
             self._last_mode = mode
             if self.sim_duration > 0 and self.backend_time() >= self.sim_duration:
-                self._publish_diagnostics()
+                self._publish_all_diagnostics()
                 self.get_logger().info(f"sim_duration_s reached ({self.sim_duration} s): stopping")
                 self.context.try_shutdown()
                 return
@@ -1044,7 +1048,7 @@ class RobotDriverNode(QuietNode):
                 next_deadline += self.period
                 # the simulator's state after this step is the next tick's: its ground truth, if it publishes
                 truth_due = tooling and self.core.tick % self.publish_every == 0
-                if self._tooling_pending is not None or truth_due:
+                if self._tooling_pending is not None or truth_due or self._diag_due:
                     self._publish_in_slack(in_loop, next_deadline, truth_due)  # type: ignore[arg-type]
                 done = time.perf_counter()
                 if done > next_deadline:
@@ -1073,9 +1077,10 @@ class RobotDriverNode(QuietNode):
             lambda _state: in_loop.in_loop_mirror(),
             self._publish_estimate,
             lambda _state: self._publish_truth(None),
+            lambda _state: self._publish_all_diagnostics(),
         )
         costs = self._tooling_costs
-        truth = len(steps) - 1
+        truth = len(steps) - 2
         if self._tooling_pending is not None:
             state, i = self._tooling_pending
             while i < truth:
@@ -1096,6 +1101,11 @@ class RobotDriverNode(QuietNode):
                 costs[truth] = max(time.perf_counter() - start, 0.99 * costs[truth])
             else:
                 self.tooling_truth_dropped += 1
+        diag = truth + 1
+        if self._diag_due and self._fits(deadline, diag):  # else a later tick's slack
+            start = time.perf_counter()
+            steps[diag](None)
+            costs[diag] = max(time.perf_counter() - start, 0.99 * costs[diag])
 
     def _fits(self, deadline: float, stream: int) -> bool:
         """The slack before ``deadline`` (perf_counter s) holds a publication of tooling ``stream``; if not,
@@ -1111,6 +1121,15 @@ class RobotDriverNode(QuietNode):
             self.in_loop_estimator.in_loop_correct()
         except Exception as exc:  # the next prediction goes on from the prior; the WBC refuses an aging one
             self.get_logger().error(f"in-loop estimator failed: {exc!r}", throttle_duration_sec=1.0)
+
+    def _publish_all_diagnostics(self) -> None:
+        """``/diagnostics`` of the driver and of the nodes in its loop (in-loop controller, estimator)."""
+        self._diag_due = False
+        self._publish_diagnostics()
+        for node in (self.in_loop, self.in_loop_estimator):
+            publish = getattr(node, "in_loop_diagnostics", None)
+            if publish is not None:
+                publish()
 
     def _publish_estimate(self, _state: Any = None) -> None:
         """The in-loop estimator's outputs (``/odom``, contacts, its diagnostics) for its latest tick."""

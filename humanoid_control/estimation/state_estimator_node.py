@@ -143,6 +143,9 @@ class StateEstimatorNode(QuietNode):
             self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
         self._latest: tuple[float, BaseEstimate] | None = None  # in the loop: the estimate not yet published
         self._to_correct: tuple[Any, ...] | None = None  # in the loop: the tick's kinematic update, pending
+        self._diag_estimate: tuple[float, BaseEstimate] | None = (
+            None  # in the loop: the latest, for diagnostics
+        )
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.peer = LockstepPeer(self, lockstep)
 
@@ -274,7 +277,7 @@ class StateEstimatorNode(QuietNode):
             f = e.forces[i] if e.contact[i] else np.zeros(3)
             w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in f)
             pub.publish(w)
-        if t - self._last_diag >= 1.0:
+        if not self.in_loop and t - self._last_diag >= 1.0:  # in the loop: in_loop_diagnostics
             self._last_diag = t
             self._publish_diagnostics(stamp, e)
 
@@ -366,7 +369,7 @@ class StateEstimatorNode(QuietNode):
         est.correct(q, tau, dq, gyro)
         self.updates += 1
         self._joints_t = stamp
-        self._latest = (stamp, est.estimate(stamp, gyro))
+        self._latest = self._diag_estimate = (stamp, est.estimate(stamp, gyro))
 
     def in_loop_publish(self) -> None:
         """Driver's loop thread, in its slack: ``/odom``, the contacts and (once a second) the diagnostics of
@@ -375,6 +378,12 @@ class StateEstimatorNode(QuietNode):
         if latest is not None:
             t, e = latest
             self._publish(t, to_time_msg(t), e)
+
+    def in_loop_diagnostics(self) -> None:
+        """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
+        if self._diag_estimate is not None:
+            t, e = self._diag_estimate
+            self._publish_diagnostics(to_time_msg(t), e)
 
     def close(self) -> None:
         """Leave the driver's lockstep."""

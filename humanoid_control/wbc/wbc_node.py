@@ -147,6 +147,7 @@ class WbcNode(QuietNode):
         self._solve_us: deque[float] = deque(maxlen=2000)
         self._iterations: deque[int] = deque(maxlen=2000)
         self._last_diag = -1e9
+        self._diag_t: float | None = None  # in the loop: the stamp of the last step (its diagnostics)
         self._last_marker = -1e9
         self._published_state = ""
         self.answered = 0
@@ -429,11 +430,13 @@ class WbcNode(QuietNode):
                 self._count_answer(t0)
             self._forward_estop()
             self._publish_state()
-            t = state.stamp
-            if t - self._last_diag >= 1.0 or t < self._last_diag:
-                self._last_diag = t
-                self._publish_diagnostics(to_time_msg(t))
+            self._diag_t = state.stamp  # the diagnostics go out off the critical path (in_loop_diagnostics)
         return command
+
+    def in_loop_diagnostics(self) -> None:
+        """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
+        if self._diag_t is not None:
+            self._publish_diagnostics(to_time_msg(self._diag_t))
 
     def _estimate(self, state: InLoopState) -> None:
         """The base state of this tick from the estimator in the loop (``estimate_in_loop``); none (it dropped
