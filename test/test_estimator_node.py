@@ -194,3 +194,58 @@ def test_bad_input_is_dropped_and_counted_and_covariance_grows_without_data(tmp_
     assert od[-1, 0] >= log.t[n - 1] - 1e-6
     assert abs(od[-1, 3] - log.base_pos[n - 1][2]) < 0.02, (od[-1, 3], log.base_pos[n - 1][2])
     assert od[-1, 4] < 0.05, od[-1, 4]
+
+
+def test_in_loop_node_is_the_same_filter_and_drops_bad_samples() -> None:
+    """In the driver's loop (with the WBC) the node runs the same filter as its core stepped directly: the
+    prior it hands the controller is the IMU-propagated state of the tick, and after ``in_loop_correct`` the
+    posterior equals ``StateEstimator.step``'s to round-off; a non-finite sample is dropped and counted and
+    the filter goes on."""
+    import rclpy
+
+    from humanoid_control.estimation.ekf import EstimatorNoise
+    from humanoid_control.estimation.estimator import StateEstimator
+    from humanoid_control.estimation.state_estimator_node import StateEstimatorNode
+
+    robot, log = _standing_log()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = StateEstimatorNode(in_loop=True, context=context, use_global_arguments=False)
+        reference = StateEstimator(robot, EstimatorNoise(ground_height=0.01))  # the node's defaults
+        n = len(log.t)
+        start = None
+        for k in range(n):
+            args = (log.t[k], log.imu_gyro[k], log.imu_accel[k], log.imu_quat[k], log.joint_q[k])
+            if k == n // 2:  # a NaN gyro sample: dropped, nothing estimated, the next tick goes on
+                bad = np.array([np.nan, 0.0, 0.0])
+                dropped = node.in_loop_predict(args[0], bad, *args[2:], log.joint_tau[k], log.joint_dq[k])
+                assert dropped is None
+                node.in_loop_correct()
+                continue
+            prior = node.in_loop_predict(*args, log.joint_tau[k], log.joint_dq[k])
+            assert prior is not None
+            if k > 0 and k != n // 2 + 1:
+                reference.predict(log.t[k], log.imu_gyro[k], log.imu_accel[k])
+                expected_prior = reference.estimate(log.t[k], log.imu_gyro[k])
+                assert np.allclose(prior.position, expected_prior.position, atol=1e-12)
+                reference.correct(log.joint_q[k], log.joint_tau[k], log.joint_dq[k], log.imu_gyro[k])
+            elif k == 0:
+                reference.initialize(log.t[0], log.imu_quat[0], log.joint_q[0])
+                reference.correct(log.joint_q[0], log.joint_tau[0], log.joint_dq[0], log.imu_gyro[0])
+            else:  # after the dropped sample: the reference integrates the gap the same way
+                reference.predict(log.t[k], log.imu_gyro[k], log.imu_accel[k])
+                reference.correct(log.joint_q[k], log.joint_tau[k], log.joint_dq[k], log.imu_gyro[k])
+            node.in_loop_correct()
+            assert node._latest is not None
+            start = node._latest[1].position if start is None else start
+            posterior = reference.estimate(log.t[k], log.imu_gyro[k])
+            assert np.allclose(node._latest[1].position, posterior.position, atol=1e-12)
+            assert np.allclose(node._latest[1].linear_velocity, posterior.linear_velocity, atol=1e-12)
+        assert node.imu_dropped == 1 and node.updates == n - 1
+        # the estimated horizontal displacement of the base is the true one (the boot ramp moves it ~2 cm)
+        moved = node._latest[1].position[:2] - start[:2]
+        assert np.linalg.norm(moved - (log.base_pos[-1][:2] - log.base_pos[0][:2])) < 0.005
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
