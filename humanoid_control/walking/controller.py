@@ -40,6 +40,9 @@ keeps walking: the preview is re-solved from its own prediction moved with the l
 measured CoM, which would plan the fall and hide the error from the next touchdown's adjustment), and a
 DCM pushed toward the former stance foot gets a longer weight transfer (``walk_transfer_extension``): the
 ZMP held under that foot brings the DCM back before the next swing, whose foot cannot cross to catch it.
+In a swing whose predicted touchdown DCM error exceeds ``walk_push_error`` (pushed) the swing sole may land
+as close as ``walk_push_width_min`` to the stance sole, and the hip strategy (``walk_push_cmp_margin``) is
+on until the end of the weight transfer that follows.
 
 Not yet: swing timing adaptation while walking (an earlier or later touchdown), yaw momentum.
 """
@@ -99,6 +102,12 @@ class WalkingSettings:
         adjust_gain: scale of the touchdown move, forward and lateral in the stance sole's frame.
         adjust_recovery_reach: the moved touchdown may go as far as a capture step (``recovery_reach``),
             not only the walking step limits (a push while walking).
+        walk_push_error: a swing whose predicted touchdown DCM error ``(xi - xi_r) e^(omega t_left)`` (m)
+            exceeds this is pushed (``pushed_swings``): its sole may land as close as
+            ``walk_push_width_min`` (m) to the stance sole (the next stance's ZMP nearer a DCM pushed toward
+            the stance foot, which the swing foot cannot cross to catch), and the hip strategy is on with
+            ``walk_push_cmp_margin`` (m) until the end of the weight transfer after it. Unpushed walks stay
+            under 0.15 m (in process: the locomotion script, the top-speed ramp).
         walk_adjust_reach: with ``adjust_recovery_reach``, the walking touchdown adjustment's reach
             (forward, backward, width; m) instead of ``recovery_reach`` (None: the same): forward 0.45 m,
             which saved 22.5 N s front pushes at mid single support in process that 0.4 m did not.
@@ -160,7 +169,6 @@ class WalkingSettings:
     walk_recovery_threshold: float = 0.15
     walk_measured_replan_error: float = 0.07
     walk_transfer_extension: float = 0.3
-    walk_inward_recovery_threshold: float = 0.15
     walk_start_radius: float = 0.05
     walk_start_speed: float = 0.1
     wide_start_transfer: float = 0.8
@@ -617,11 +625,8 @@ class WalkingController:
             self._record_touchdown(phase)
             self._swing_offset[:] = 0.0
             threshold = self.settings.walk_recovery_threshold
-            error_vec = xi - gen.reference(t).dcm
-            error = float(np.hypot(*error_vec))
+            error = float(np.hypot(*(xi - gen.reference(t).dcm)))
             self.touchdown_errors.append((t, error))
-            if self._toward_former_stance(error_vec, sched.plan.steps[phase.step_index].side):
-                threshold = self.settings.walk_inward_recovery_threshold
             if threshold > 0.0 and not self._recovering and error > threshold:
                 # pushed: a capture step with the next foot, then stand until settled
                 self.walk_interruptions.append((t, error))
@@ -654,15 +659,6 @@ class WalkingController:
         if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
             ref = self._adjust_swing(ref, phase, xi, omega)
         return ref
-
-    def _toward_former_stance(self, error: np.ndarray, landed: str) -> bool:
-        """Whether the DCM error ``error`` (m, odom frame) at the touchdown of ``landed`` points toward the
-        former stance foot (within 45 deg of the line from the landed sole to it): the side the swing foot
-        could not reach without crossing."""
-        feet = self._measured_feet()
-        n = feet[other_side(landed)].position - feet[landed].position
-        norm = float(np.hypot(*n)) * float(np.hypot(*error))
-        return norm > 1e-12 and float(n @ error) > math.cos(math.pi / 4) * norm
 
     def _pushed_transfer(
         self, xi: np.ndarray, feet: dict[str, Pose2D], landed: str, target: np.ndarray, omega: float
