@@ -17,6 +17,13 @@ from humanoid_control.model.robot_config import load_robot_config
 pytestmark = pytest.mark.slow
 
 
+def _latched() -> Any:
+    """Reliable, keep-last 10, transient-local: a latched state topic (``~/state``)."""
+    from humanoid_control.ros.lockstep import tick_stream_qos
+
+    return tick_stream_qos(10, latched=True)
+
+
 def _t(msg: Any) -> float:
     return round(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, 6)
 
@@ -24,7 +31,7 @@ def _t(msg: Any) -> float:
 def _lockstep_policy_run(out: Path) -> tuple[GraphProbe, dict[float, tuple[float, ...]], list[str]]:
     """The policy in the loop, lockstep: stand until it runs, then 0.4 m/s forward; its mirrored commands."""
     from geometry_msgs.msg import Twist
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
@@ -35,9 +42,7 @@ def _lockstep_policy_run(out: Path) -> tuple[GraphProbe, dict[float, tuple[float
     t0: list[float] = []
 
     def setup(node: Any) -> None:
-        latched = QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-        )
+        latched = _latched()
         node.create_subscription(String, "/policy_runner/state", lambda m: runner.append(m.data), latched)
         node.create_subscription(
             JointState,
@@ -94,16 +99,13 @@ def test_in_loop_policy_lockstep_walks_and_is_reproducible(tmp_path: Path) -> No
 
 def test_in_loop_policy_realtime_walks_and_the_estop_damps(tmp_path: Path) -> None:
     from geometry_msgs.msg import Twist
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
     isolated_ros_env(tmp_path / "ros")
     runner: list[str] = []
 
     def setup(node: Any) -> None:
-        latched = QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-        )
+        latched = _latched()
         node.create_subscription(String, "/policy_runner/state", lambda m: runner.append(m.data), latched)
 
     probe = GraphProbe(subscribe_description=False, name="rt_policy", reliable_streams=False, setup=setup)
@@ -192,7 +194,6 @@ def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
     node in the loop before it: the QP takes the robot from the driver's hold and keeps it standing; /odom
     (the in-loop estimator's, every tick) tracks the ground truth."""
     from nav_msgs.msg import Odometry
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
     from humanoid_control.ros.lockstep import tick_stream_qos
@@ -202,9 +203,7 @@ def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
     odom_z: list[float] = []
 
     def setup(node: Any) -> None:
-        latched = QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-        )
+        latched = _latched()
         node.create_subscription(String, "/wbc_controller/state", lambda m: states.append(m.data), latched)
         node.create_subscription(
             Odometry, "/odom", lambda m: odom_z.append(m.pose.pose.position.z), tick_stream_qos(2000)

@@ -408,7 +408,15 @@ class RobotDriverNode(QuietNode):
         self.realtime_commands_late = 0
         # realtime with a controller in the loop: the tooling streams go out in the loop's slack
         self._tooling_pending: tuple[Any, int] | None = None  # (state, index of its next stream)
-        self._tooling_costs = [2e-4] * 7  # per stream: decaying peak of a publication (s)
+        # the streams of a publishing tick, in order; then the ground truth and the diagnostics (costs)
+        self._tick_streams = (
+            self._publish_joints,
+            self._publish_imu,
+            self._publish_clock,
+            self._publish_mirror,
+            self._publish_estimate,
+        )
+        self._tooling_costs = [2e-4] * (len(self._tick_streams) + 2)  # per stream: decaying peak (s)
         self.tooling_published = 0  # publishing ticks whose streams all went out
         self.tooling_deferred = 0  # ticks whose slack could not hold the next stream
         self.tooling_superseded = 0  # publishing ticks whose streams did not all go out before the next one
@@ -608,17 +616,22 @@ class RobotDriverNode(QuietNode):
             read_only=True,
         )
 
-    def _make_in_loop_controller(self) -> Any:
-        """The in-loop controller's node, in this process, its parameters from ``in_loop_parameters``."""
+    def _in_process_node_kwargs(self, params: dict[str, Any], parameter: str) -> dict[str, Any]:
+        """Constructor arguments of a node in this process: this context, ``params`` (from the driver
+        parameter ``parameter``; ``robot`` defaults to the driver's) as overrides, no global ROS arguments."""
         from rclpy.parameter import Parameter
 
-        params = dict(self.in_loop_parameters)
+        params = dict(params)
         params.setdefault("robot", self.robot_name)
         try:
             overrides = [Parameter(k, value=v) for k, v in params.items()]
         except (TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"parameter in_loop_parameters: {exc}") from None
-        kwargs = dict(context=self.context, parameter_overrides=overrides, use_global_arguments=False)
+            raise ValueError(f"parameter {parameter}: {exc}") from None
+        return dict(context=self.context, parameter_overrides=overrides, use_global_arguments=False)
+
+    def _make_in_loop_controller(self) -> Any:
+        """The in-loop controller's node, in this process, its parameters from ``in_loop_parameters``."""
+        kwargs = self._in_process_node_kwargs(self.in_loop_parameters, "in_loop_parameters")
         if self.in_loop_kind == "joint_hold":
             from humanoid_control.driver.joint_hold_node import JointHoldNode
 
@@ -628,17 +641,11 @@ class RobotDriverNode(QuietNode):
             from humanoid_control.wbc.wbc_node import WbcNode
 
             # the estimator runs in the loop too (before the WBC, each tick): its node in this process
-            est_params = dict(self.in_loop_estimator_parameters)
-            est_params.setdefault("robot", self.robot_name)
-            try:
-                est_overrides = [Parameter(k, value=v) for k, v in est_params.items()]
-            except (TypeError, ValueError, AttributeError) as exc:
-                raise ValueError(f"parameter in_loop_estimator_parameters: {exc}") from None
             self.in_loop_estimator = StateEstimatorNode(
                 in_loop=True,
-                context=self.context,
-                parameter_overrides=est_overrides,
-                use_global_arguments=False,
+                **self._in_process_node_kwargs(
+                    self.in_loop_estimator_parameters, "in_loop_estimator_parameters"
+                ),
             )
             self.extra_nodes.append(self.in_loop_estimator)
             return WbcNode(in_loop=True, in_loop_lockstep=self.clock_mode == "lockstep", **kwargs)
@@ -1049,7 +1056,7 @@ class RobotDriverNode(QuietNode):
                 # the simulator's state after this step is the next tick's: its ground truth, if it publishes
                 truth_due = tooling and self.core.tick % self.publish_every == 0
                 if self._tooling_pending is not None or truth_due or self._diag_due:
-                    self._publish_in_slack(in_loop, next_deadline, truth_due)  # type: ignore[arg-type]
+                    self._publish_in_slack(next_deadline, truth_due)
                 done = time.perf_counter()
                 if done > next_deadline:
                     self.stats.record_overrun()
@@ -1060,7 +1067,7 @@ class RobotDriverNode(QuietNode):
             elif collector is not None:
                 collector.maybe_collect(math.inf)
 
-    def _publish_in_slack(self, in_loop: InLoopController, deadline: float, truth_due: bool) -> None:
+    def _publish_in_slack(self, deadline: float, truth_due: bool) -> None:
         """Loop thread, realtime, a controller in the loop, after the tick's work (command written, physics
         stepped): the tooling streams of the newest publishing tick, one at a time (``/joint_states``,
         ``/imu/data``, ``/clock``, the mirrored command, the in-loop estimator's ``/odom`` and contacts), each
@@ -1069,43 +1076,39 @@ class RobotDriverNode(QuietNode):
         tick supersedes them (``tooling_superseded``). ``truth_due``: the next tick publishes, and the
         simulator's state after this tick's step is its state: the ground truth and contact wrenches go out
         now, stamped with its time, if the slack holds them (else that sample is dropped:
-        ``tooling_truth_dropped``)."""
-        steps = (
-            self._publish_joints,
-            self._publish_imu,
-            self._publish_clock,
-            lambda _state: in_loop.in_loop_mirror(),
-            self._publish_estimate,
-            lambda _state: self._publish_truth(None),
-            lambda _state: self._publish_all_diagnostics(),
-        )
-        costs = self._tooling_costs
-        truth = len(steps) - 2
+        ``tooling_truth_dropped``). Then the 1 Hz diagnostics, when due and the slack holds them."""
+        streams = self._tick_streams
         if self._tooling_pending is not None:
             state, i = self._tooling_pending
-            while i < truth:
+            while i < len(streams):
                 if not self._fits(deadline, i):
                     self._tooling_pending = (state, i)
                     self.tooling_deferred += 1
                     return  # the ground truth, if due, is dropped too: the tick's streams go first
-                start = time.perf_counter()
-                steps[i](state)
-                costs[i] = max(time.perf_counter() - start, 0.99 * costs[i])
+                self._timed(i, streams[i], state)
                 i += 1
             self._tooling_pending = None
             self.tooling_published += 1
+        truth, diag = len(streams), len(streams) + 1  # their indices in _tooling_costs
         if truth_due:
             if self._fits(deadline, truth):
-                start = time.perf_counter()
-                steps[truth](None)
-                costs[truth] = max(time.perf_counter() - start, 0.99 * costs[truth])
+                self._timed(truth, self._publish_truth, None)  # None: stamped with the simulator's time
             else:
                 self.tooling_truth_dropped += 1
-        diag = truth + 1
         if self._diag_due and self._fits(deadline, diag):  # else a later tick's slack
-            start = time.perf_counter()
-            steps[diag](None)
-            costs[diag] = max(time.perf_counter() - start, 0.99 * costs[diag])
+            self._timed(diag, lambda _arg: self._publish_all_diagnostics(), None)
+
+    def _timed(self, stream: int, publish: Any, arg: Any) -> None:
+        """``publish(arg)``; its duration updates the decaying peak cost of tooling ``stream``."""
+        start = time.perf_counter()
+        publish(arg)
+        costs = self._tooling_costs
+        costs[stream] = max(time.perf_counter() - start, 0.99 * costs[stream])
+
+    def _publish_mirror(self, _state: Any) -> None:
+        """The in-loop controller's latest command on its ``~/joint_commands`` (tooling)."""
+        if self.in_loop is not None:
+            self.in_loop.in_loop_mirror()
 
     def _fits(self, deadline: float, stream: int) -> bool:
         """The slack before ``deadline`` (perf_counter s) holds a publication of tooling ``stream``; if not,

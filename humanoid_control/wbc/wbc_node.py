@@ -58,6 +58,7 @@ from std_srvs.srv import Trigger
 
 from humanoid_control.driver.driver_core import JointCommand
 from humanoid_control.driver.in_loop import InLoopState, checked_command
+from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
@@ -441,8 +442,6 @@ class WbcNode(QuietNode):
     def _estimate(self, state: InLoopState) -> None:
         """The base state of this tick from the estimator in the loop (``estimate_in_loop``); none (it dropped
         the tick's sample): no update, and the runner refuses the aging estimate as it would a stale /odom."""
-        from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
-
         e = state.estimate
         if e is None:
             return
