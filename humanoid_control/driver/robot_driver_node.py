@@ -1509,9 +1509,7 @@ def main(args: list[str] | None = None) -> int:
     """Entry point: ``ros2 run humanoid_stack robot_driver``."""
     # The loop thread and the executor thread (commands, services) share the GIL; with Python's default 5 ms
     # switch interval a busy loop thread can delay command callbacks by several ticks.
-    import os
-
-    sys.setswitchinterval(float(os.environ.get("SWI", "5e-4")))
+    sys.setswitchinterval(5e-4)
 
     return run_node(RobotDriverNode, args, "robot_driver")
 
