@@ -176,10 +176,10 @@ def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
         t_active = probe.data.truth_t[-1]
         assert probe.wait_for(lambda d: d.truth_t[-1] > t_active + 1.0, 20.0)
         stamps = np.array(probe.data.truth_t)
-        # the 1 Hz diagnostics go out in the loop's slack: wait for one from a second into the active mode
-        probe.wait_for(
-            lambda d: bool(d.diagnostics) and int(d.diagnostics[-1].get("commands_accepted", "0")) > 400, 20.0
-        )
+        # the 1 Hz diagnostics go out in the loop's slack: wait for one from after the last sample (its
+        # counters then cover every sample of the window; tick k is at k * 2 ms of simulated time)
+        t_last = float(stamps[-1])
+        probe.wait_for(lambda d: bool(d.diagnostics) and int(d.diagnostics[-1]["tick"]) * 2e-3 > t_last, 20.0)
         diag = probe.last_diagnostics()
     finally:
         close_graph(probe, graph)
@@ -187,9 +187,12 @@ def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
     assert diag["in_loop_controller"] == "joint_hold" and diag["publish_every_ticks"] == "5"
     assert int(diag["commands_accepted"]) > 400 and int(diag["watchdog_trips"]) == 0
     assert mirrored and np.allclose(mirrored[-1], config.array("default"))
-    # tooling streams at publish_rate_hz: 100 Hz of the 500 Hz loop
+    # tooling streams at publish_rate_hz: 100 Hz of the 500 Hz loop, on its 10 ms grid; a sample the loop's
+    # slack cannot hold is dropped and counted (how many depends on the machine's load), never lost silently
     steps = np.round(np.diff(stamps[stamps > t_active]) * 1000)
-    assert steps.size > 50 and np.all(steps % 10 == 0), (steps.tolist(), diag.get("tooling_truth_dropped"))
+    assert steps.size > 10 and np.all(steps % 10 == 0), steps.tolist()
+    missing, dropped = int((steps // 10 - 1).sum()), int(diag["tooling_truth_dropped"])
+    assert missing <= dropped, (missing, dropped, steps.tolist())
     assert probe.data.truth_pos[-1][2] > config.simulation.fall_height
 
 

@@ -1088,7 +1088,9 @@ class RobotDriverNode(QuietNode):
                 if not self._fits(deadline, i):
                     self._tooling_pending = (state, i)
                     self.tooling_deferred += 1
-                    return  # the ground truth, if due, is dropped too: the tick's streams go first
+                    if truth_due:  # dropped too (the tick's streams go first), and counted
+                        self.tooling_truth_dropped += 1
+                    return
                 self._timed(i, streams[i], state)
                 i += 1
             self._tooling_pending = None
