@@ -493,6 +493,7 @@ class RobotDriverNode(QuietNode):
         self._imu_msg.header.frame_id = self.config.imu.site
         if not self.publish_orientation:
             self._imu_msg.orientation_covariance[0] = -1.0
+        self._stamp_cache: tuple[float, Any] = (math.nan, None)  # the last stamp and its message
         self._truth_msg = Odometry()
         self._truth_msg.header.frame_id = "world"
         self._truth_msg.child_frame_id = self.config.base_body
@@ -1293,9 +1294,15 @@ class RobotDriverNode(QuietNode):
             self._publish_clock(state)
             self._publish_truth(state)
 
+    def _stamp_msg(self, stamp: float) -> Any:
+        """``stamp`` (s) as a ``builtin_interfaces/Time``, built once for all the streams of a tick."""
+        if stamp != self._stamp_cache[0]:
+            self._stamp_cache = (stamp, to_time_msg(stamp))
+        return self._stamp_cache[1]
+
     def _publish_joints(self, state: Any) -> None:
         msg = self._joint_msg
-        msg.header.stamp = to_time_msg(state.stamp)
+        msg.header.stamp = self._stamp_msg(state.stamp)
         msg.position = state.q.tolist()
         msg.velocity = state.dq.tolist()
         msg.effort = state.tau.tolist()
@@ -1303,7 +1310,7 @@ class RobotDriverNode(QuietNode):
 
     def _publish_imu(self, state: Any) -> None:
         imu = self._imu_msg
-        imu.header.stamp = to_time_msg(state.stamp)
+        imu.header.stamp = self._stamp_msg(state.stamp)
         if self.publish_orientation:
             w, x, y, z = state.imu_quat
             imu.orientation.w, imu.orientation.x, imu.orientation.y, imu.orientation.z = w, x, y, z
@@ -1313,7 +1320,7 @@ class RobotDriverNode(QuietNode):
 
     def _publish_clock(self, state: Any) -> None:
         if self.backend.simulated:
-            self.pub_clock.publish(Clock(clock=to_time_msg(state.stamp)))
+            self.pub_clock.publish(Clock(clock=self._stamp_msg(state.stamp)))
 
     def _publish_truth(self, state: Any | None) -> None:
         """Simulated, while someone listens: the simulator's current ground truth and contact wrenches,
@@ -1324,7 +1331,7 @@ class RobotDriverNode(QuietNode):
         truth = self.backend.ground_truth()
         if truth is None:
             return
-        stamp = to_time_msg(self.backend_time() if state is None else state.stamp)
+        stamp = self._stamp_msg(self.backend_time() if state is None else state.stamp)
         odom = self._truth_msg  # reused, like the IMU's: building a message costs as much as publishing it
         odom.header.stamp = stamp
         p = odom.pose.pose.position

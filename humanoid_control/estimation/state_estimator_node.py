@@ -143,9 +143,8 @@ class StateEstimatorNode(QuietNode):
             self.create_subscription(JointState, "/joint_states", self._on_joints, deep)
         self._latest: tuple[float, BaseEstimate] | None = None  # in the loop: the estimate not yet published
         self._to_correct: tuple[Any, ...] | None = None  # in the loop: the tick's kinematic update, pending
-        self._diag_estimate: tuple[float, BaseEstimate] | None = (
-            None  # in the loop: the latest, for diagnostics
-        )
+        # in the loop: the latest estimate, for the diagnostics
+        self._diag_estimate: tuple[float, BaseEstimate] | None = None
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.peer = LockstepPeer(self, lockstep)
 

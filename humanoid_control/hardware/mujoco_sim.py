@@ -88,7 +88,6 @@ class MujocoBackend(RobotBackend):
         self._initial_joints = initial_joint_positions
         self._command: LowLevelCommand | None = None
         self._tau = np.zeros(config.num_joints)
-        self._foot_of_body = {int(b): side for side, b in self.mj.foot_body_ids.items()}
         bodies = self.model.geom_bodyid
         self._geom_on_foot = {side: (bodies == b).astype(float) for side, b in self.mj.foot_body_ids.items()}
         self._f6 = np.zeros(6)  # mj_contactForce's output
