@@ -317,3 +317,42 @@ def test_bench_wbc_prints_the_issue_keys() -> None:
             assert out[key] is None
         else:
             assert out[key] > 0.0
+
+
+def test_contact_reduction_gives_the_full_problems_answer_in_single_support() -> None:
+    # with a foot out of contact the QP leaves its forces and rows out (a smaller problem per set of feet in
+    # contact); the answer must be the one of the problem with every variable and row (reduction off), across
+    # contact switches (left, right, both), and the swing foot's forces exactly 0
+    from humanoid_control.wbc.qp import WbcSettings
+    from humanoid_control.wbc.solver import OsqpSettings, OsqpSolver
+
+    q0, _ = _standing_state()
+    rng = np.random.default_rng(5)
+    nv = PMODEL.model.nv
+    precise = OsqpSettings(eps_abs=1e-8, eps_rel=1e-8, max_iter=100000, scaling=10)
+    reduced = WholeBodyQP(CONFIG, PMODEL, solver=OsqpSolver(precise))
+    whole = WholeBodyQP(CONFIG, PMODEL, WbcSettings(contact_reduction=False), solver=OsqpSolver(precise))
+    sizes = {(p.cols.size, p.rows.size) for p in reduced.problems}
+    assert (reduced.n, reduced.m) in sizes and min(sizes) < (reduced.n, reduced.m)
+    assert all(p.cols.size == whole.n for p in whole.problems)
+    schedule = ["left"] * 4 + ["both"] * 3 + ["right"] * 4 + ["left"] * 2
+    for stance in schedule:
+        q = pin.integrate(PMODEL.model, q0, rng.normal(scale=0.02, size=nv))
+        v = rng.normal(scale=0.2, size=nv)
+        outs = []
+        for qp in (reduced, whole):
+            for side in qp.dyn.sides:
+                qp.set_contact(side, stance in (side, "both"))
+            qp.update_dynamics(q, v)
+            qp.com.desired_acceleration[:] = [0.2, -0.1, 0.0]
+            outs.append(qp.solve())
+        a, b = outs
+        assert a.ok and b.ok
+        np.testing.assert_allclose(a.qdd, b.qdd, atol=1e-3)
+        if stance != "both":  # on both feet the split between them is set by the 1e-5 force penalty alone:
+            # solutions within the tolerance can differ by newtons there, whatever the problem's size
+            np.testing.assert_allclose(a.tau, b.tau, atol=1e-2)
+        for side in reduced.dyn.sides:
+            if stance not in (side, "both"):
+                assert np.all(a.forces[side] == 0.0)
+        assert reduced.dynamics_residual(a.qdd, a.forces, a.tau) <= 1e-6

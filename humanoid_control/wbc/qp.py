@@ -12,19 +12,21 @@ small regularizations make the problem strictly convex.
 Constraints (:mod:`humanoid_control.wbc.constraints`), in this row order: floating-base dynamics (6,
 equality), rigid contacts (6 per foot, equality), friction pyramids (5 per corner), torque limits (nv - 6),
 joint position/velocity limits (nv - 6); the last two are left out of a first, screened solve (see
-``WbcSettings.limit_screening``).
+``WbcSettings.limit_screening``). A foot out of contact is left out of the problem handed to the solver: its
+forces (held at 0 by its friction rows) and its (free) contact rows (``WbcSettings.contact_reduction``).
 
 Per tick: :meth:`WholeBodyQP.update_dynamics` refreshes the rigid-body terms (one ``computeAllTerms``, frame
 placements, the soles' and orientation frames' Jacobians, velocities and drifts); :meth:`WholeBodyQP.solve`
-fills dense buffers in place, gathers the values of the fixed sparse patterns (precomputed CSC index maps)
-and hands them to the warm-started solver. After a successful solve the floating-base dynamics rows are
-re-imposed exactly by a correction of the (unactuated) base accelerations (ADMM solves them to ``eps``
-only), so the dynamics residual is at round-off level (the torques come from the actuated rows, exact by
-construction).
+fills dense buffers in place, gathers the values of the fixed sparse patterns of the problem for the feet in
+contact (precomputed CSC index maps) and hands them to its warm-started solver. After a successful solve
+the floating-base dynamics rows are re-imposed exactly by a correction of the (unactuated) base
+accelerations (ADMM solves them to ``eps`` only), so the dynamics residual is at round-off level (the
+torques come from the actuated rows, exact by construction).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -76,6 +78,10 @@ class WbcSettings:
             ``screening_margin`` of its limit or a joint acceleration at its bound. Exact: an optimum of the
             smaller problem that satisfies the dropped rows is an optimum of the full one.
         screening_margin: fraction of a torque limit under which the full problem may be left again.
+        contact_reduction: leave a foot out of contact out of the problem: its force variables (its friction
+            rows hold them at 0) and its contact rows (free) with them. Exact, and a smaller problem in single
+            support (the G1: 47 variables and 32 screened rows instead of 59 and 58). One problem (and solver)
+            per set of feet in contact, all set up at construction; a solver that cannot ``spawn`` keeps one.
     """
 
     w_com: float = 1000.0
@@ -104,6 +110,7 @@ class WbcSettings:
     friction: float | None = None
     limit_screening: bool = True
     screening_margin: float = 0.9
+    contact_reduction: bool = True
 
 
 @dataclass
@@ -194,32 +201,67 @@ class _TaskStack:
 
 
 class _Problem:
-    """One QP handed to a solver: a subset of the constraint rows (its fixed CSC pattern) and the solver.
+    """One QP handed to a solver: a subset of the constraint rows and of the variables (their fixed CSC
+    patterns) and the solver.
 
-    ``rows`` are indices into the QP's constraint rows; :meth:`solve` gathers this problem's values from the
-    QP's dense buffers, sets the solver up on first use (and after a failure) and solves warm-started.
+    ``rows`` index the QP's constraint rows, ``cols`` its variables (the left-out variables are 0 in the
+    answer: the forces of a foot out of contact). :meth:`solve` gathers this problem's values from the QP's
+    dense buffers, sets the solver up on first use (and after a failure) and solves warm-started.
     """
 
     def __init__(
-        self, name: str, rows: np.ndarray, a_mask: np.ndarray, p_csc: sp.csc_matrix, solver: QpSolver
+        self,
+        name: str,
+        rows: np.ndarray,
+        cols: np.ndarray,
+        a_mask: np.ndarray,
+        p_mask: np.ndarray,
+        solver: QpSolver,
     ) -> None:
-        self.name, self.rows, self.solver = name, rows, solver
-        self._P_csc = p_csc
-        self.A_csc, idx = _csc_pattern(a_mask)
+        self.name, self.rows, self.cols, self.solver = name, rows, cols, solver
         n = a_mask.shape[1]
-        self.A_idx = rows[idx // n] * n + idx % n  # flat indices into the QP's (m, n) buffer
+        self.all_cols = bool(cols.size == n)
+        self.P_csc, idx = _csc_pattern(p_mask[np.ix_(cols, cols)])
+        nc = cols.size
+        self.P_idx = cols[idx // nc] * n + cols[idx % nc]  # flat indices into the QP's (n, n) Hessian
+        self.A_csc, idx = _csc_pattern(a_mask[np.ix_(rows, cols)])
+        self.A_idx = rows[idx // nc] * n + cols[idx % nc]  # flat indices into the QP's (m, n) buffer
         self.setup_done = False
+        self._Px = np.zeros(self.P_idx.size)
         self._Ax = np.zeros(self.A_idx.size)
         # a prefix of the rows (the full problem, or the screened one): the bounds are handed over as views
         self._prefix = bool(rows.size == 0 or np.array_equal(rows, np.arange(rows.size)))
         self._nrows = rows.size
+        self._g = np.zeros(nc)
+
+    def setup_placeholder(self) -> None:
+        """Set the solver up now, with placeholder values of the fixed patterns (a diagonally dominant
+        Hessian), so that the first tick that needs this problem only updates values: no setup inside the
+        control loop."""
+        P = self.P_csc.copy()
+        rows = P.indices
+        cols = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))
+        P.data[:] = np.where(rows == cols, 1.0, 1e-6)
+        m = self._nrows
+        self.solver.setup(P, self._g, self.A_csc.copy(), np.full(m, -1.0), np.full(m, 1.0))
+        self.setup_done = True
 
     def solve(
-        self, Px: np.ndarray, g: np.ndarray, A: np.ndarray, lower: np.ndarray, upper: np.ndarray
+        self,
+        P: np.ndarray,
+        g: np.ndarray,
+        A: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        start: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> QpResult:
+        """Solve with the QP's buffers' values, warm-started from ``start`` (``x`` (n,) and ``y`` (m,) over
+        the QP's variables and rows) where given, else from this problem's last solution."""
+        Px = np.take(P, self.P_idx, out=self._Px)
         Ax = np.take(A, self.A_idx, out=self._Ax)
         if not math.isfinite(Ax.sum()):
-            return QpResult(QpStatus.NON_FINITE, np.full(A.shape[1], np.nan), 0, 0.0)
+            return QpResult(QpStatus.NON_FINITE, np.full(self.cols.size, np.nan), 0, 0.0)
+        gs = g if self.all_cols else np.take(g, self.cols, out=self._g)
         # the solver may clip the bounds' free sides to its own infinity in place: on the QP's own buffers
         # that only replaces -inf / +inf by a huge finite bound, which every later use reads the same way
         if self._prefix:
@@ -227,14 +269,16 @@ class _Problem:
         else:
             lo, up = lower[self.rows], upper[self.rows]
         if not self.setup_done:
-            P = self._P_csc.copy()
-            P.data[:] = Px
+            Pm = self.P_csc.copy()
+            Pm.data[:] = Px
             Am = self.A_csc.copy()
             Am.data[:] = Ax
-            self.solver.setup(P, g, Am, lo, up)
+            self.solver.setup(Pm, gs, Am, lo, up)
             self.setup_done = True
         else:
-            self.solver.update(Px, g, Ax, lo, up)
+            self.solver.update(Px, gs, Ax, lo, up)
+        if start is not None:
+            self.solver.warm_start(start[0][self.cols], start[1][self.rows])
         return self.solver.solve()
 
 
@@ -344,7 +388,6 @@ class WholeBodyQP:
             for t in stack.tasks:  # J^T W J can be non-zero where two variables move a task's rows together
                 sup = t.support(dyn, block.shape[0])
                 block |= np.triu(np.outer(sup, sup))
-        self._P_csc, self._P_idx = _csc_pattern(p_mask)
         self._A = np.zeros((m, n))
         self._P = np.zeros((n, n))
         self._g = np.zeros(n)
@@ -356,23 +399,73 @@ class WholeBodyQP:
         self._reg[:nv] = s.reg_qdd
         for c, rs in zip(self.constraints, self._row_slices, strict=True):
             c.bind(self._A[rs], self._l[rs], self._u[rs])
-        # ---- the problems handed to solvers: the full one, and the one without the limit rows
-        full = _Problem("full", np.arange(m), a_mask, self._P_csc, solver or OsqpSolver())
-        self.problems = [full]
-        self.solver = full.solver
-        screened = None
-        solver_spawn = full.solver.spawn() if s.limit_screening else None
-        if solver_spawn is not None:
-            keep = np.ones(m, dtype=bool)
-            for c in (self.torque_limits, self.joint_limits):
-                keep[self._row_slices[self.constraints.index(c)]] = False
-            screened = _Problem("screened", np.flatnonzero(keep), a_mask[keep], self._P_csc, solver_spawn)
-            self.problems.append(screened)
-        self._full, self._screened = full, screened
-        self._full_next = screened is None  # solve the full problem first next tick
+        # ---- the problems handed to solvers, per set of feet in contact: the full one and the one without
+        # the limit rows (a prefix of the rows); a foot out of contact leaves its force columns and its
+        # contact and friction rows out (see ``WbcSettings.contact_reduction``)
+        self._a_mask, self._p_mask = a_mask, p_mask
+        base = solver or OsqpSolver()
+        self.solver = base
+        probe = base.spawn()
+        self._spawns = probe is not None  # else one problem, the full one, on the given solver
+        self._reduce = s.contact_reduction and self._spawns
+        self._screen = s.limit_screening and self._spawns
+        self._spare = [probe] if probe is not None else []
+        self.problems: list[_Problem] = []
+        self._by_contacts: dict[tuple[tuple[bool, bool], ...], tuple[_Problem, _Problem | None]] = {}
+        self._full_next = not self._screen  # solve the full problem first next tick
+        self._last: _Problem | None = None  # the problem of the last successful solve
+        self._last_y: np.ndarray | None = None
+        self._y = np.zeros(m)
         self.x = np.zeros(n)
         self._fb_rows, self._fb_lower = self.floating_base.A, self.floating_base.lower  # views (6, n), (6,)
-        self._Px = np.zeros(self._P_idx.size)
+        # every consistent set of feet in contact is set up now, not in the control loop
+        self._problems(tuple((True, True) for _ in dyn.sides), base)
+        if self._reduce:
+            for key in itertools.product((True, False), repeat=len(dyn.sides)):
+                self._problems(tuple((k, k) for k in key))
+
+    def _solver(self) -> QpSolver:
+        if self._spare:
+            return self._spare.pop()
+        new = self.solver.spawn()
+        assert new is not None
+        return new
+
+    def _problems(
+        self, key: tuple[tuple[bool, bool], ...], solver: QpSolver | None = None
+    ) -> tuple[_Problem, _Problem | None]:
+        """The full and the screened problem (None without screening) for ``key``, per foot (contact rows
+        active, forces allowed), built and set up on first use."""
+        found = self._by_contacts.get(key)
+        if found is not None:
+            return found
+        m, n = self._A.shape
+        keep_rows = np.ones(m, dtype=bool)
+        keep_cols = np.ones(n, dtype=bool)
+        if self._reduce:
+            for side, (contact, forces) in zip(self.dyn.sides, key, strict=True):
+                if not contact:  # free rows (+-inf): nothing to keep
+                    keep_rows[self._row_slices[self.constraints.index(self.contacts[side])]] = False
+                if not forces:  # its friction rows hold these forces at 0: the variables and rows go
+                    keep_cols[self.force_cols[side]] = False
+                    keep_rows[self._row_slices[self.constraints.index(self.friction[side])]] = False
+        rows, cols = np.flatnonzero(keep_rows), np.flatnonzero(keep_cols)
+        name = "".join("c" if c else "-" for c, _ in key)
+        full = _Problem(f"full {name}", rows, cols, self._a_mask, self._p_mask, solver or self._solver())
+        screened = None
+        if self._screen:
+            screen = keep_rows.copy()
+            for c in (self.torque_limits, self.joint_limits):
+                screen[self._row_slices[self.constraints.index(c)]] = False
+            screened = _Problem(
+                f"screened {name}", np.flatnonzero(screen), cols, self._a_mask, self._p_mask, self._solver()
+            )
+        for problem in (full, screened):
+            if problem is not None:
+                problem.setup_placeholder()
+                self.problems.append(problem)
+        self._by_contacts[key] = (full, screened)
+        return full, screened
 
     # ------------------------------------------------------------------ contacts
     def set_contact(self, side: str, in_contact: bool) -> None:
@@ -410,11 +503,12 @@ class WholeBodyQP:
 
         With ``limit_screening`` the problem without the torque- and joint-limit rows is solved first; the
         full problem is solved (warm-started from its own last solution) when that answer breaks a limit, and
-        first while the full problem's last answer was near one (see :class:`WbcSettings`).
+        first while the full problem's last answer was near one (see :class:`WbcSettings`). With
+        ``contact_reduction`` both leave out the feet out of contact; when the feet in contact change, the
+        first solve starts from the last tick's answer (primal and dual, mapped onto its variables and rows).
         """
         t0 = time.perf_counter()
         self._assemble()
-        Px = np.take(self._P, self._P_idx, out=self._Px)
         g, lower, upper = self._g, self._l, self._u
         # one sum per array: non-finite iff an entry is. g = -J^T W b carries any non-finite task Jacobian
         # (NaN * 0 is NaN), so P = J^T W J needs no check of its own. l holds -inf and u +inf legitimately, so
@@ -429,12 +523,23 @@ class WholeBodyQP:
         h_a = self.dyn.h[6:]
         tau_max = self.torque_limits.tau_max * self.torque_limits.scale
         iterations, solve_time = 0, 0.0
-        full = self._full_next or self._screened is None
+        if self._reduce:
+            key = tuple((self.contacts[s].active, self.friction[s].active) for s in self.dyn.sides)
+        else:
+            key = tuple((True, True) for _ in self.dyn.sides)
+        full_problem, screened = self._problems(key)
+        full = self._full_next or screened is None
         status = QpStatus.FAILED
         tau = h_a
-        for problem in (self._full,) if full else (self._screened, self._full):
+        problems = (full_problem,) if full else (screened, full_problem)
+        last = self._last
+        start = None
+        if last is not None and last is not full_problem and last is not screened:
+            start = self._start(last)  # the feet in contact changed: start from the last tick's answer
+        for problem in problems:
             assert problem is not None
-            res = problem.solve(Px, g, self._A, lower, upper)
+            res = problem.solve(self._P, g, self._A, lower, upper, start)
+            start = None
             iterations += res.iterations
             solve_time += res.solve_time_s
             status = res.status
@@ -442,11 +547,16 @@ class WholeBodyQP:
                 status = QpStatus.FAILED
             if not status.ok:
                 break  # the full problem has every row of the screened one: no better chance there
-            x[:] = res.x
+            self._last, self._last_y = problem, res.y
+            if problem.all_cols:
+                x[:] = res.x
+            else:
+                x[:] = 0.0
+                x[problem.cols] = res.x
             self._project_dynamics(x)
             tau = tau_rows @ x + h_a
             qdd_j, jl = x[6:nv], self.joint_limits
-            if problem is self._full:
+            if problem is full_problem:
                 near = np.abs(tau) > self.settings.screening_margin * tau_max
                 near_bound = (qdd_j <= jl.lower + jl.tolerance) | (qdd_j >= jl.upper - jl.tolerance)
                 self._full_next = bool(near.any() or near_bound.any())
@@ -457,11 +567,21 @@ class WholeBodyQP:
         if not status.ok:
             for problem in self.problems:
                 problem.setup_done = False  # the next tick starts from fresh solvers: no failed warm start
-            self._full_next = self._screened is None
+            self._full_next = not self._screen
+            self._last = self._last_y = None
             return self._failed(t0, status, iterations, solve_time)
         return WbcOutput(
             status, x.copy(), nv, self.force_cols, tau, iterations, solve_time, time.perf_counter() - t0, full
         )
+
+    def _start(self, last: _Problem) -> tuple[np.ndarray, np.ndarray]:
+        """The last answer as a warm start over all variables and rows: ``x`` as handed on, and ``last``'s
+        dual on its rows (0 on the rows it did not have)."""
+        y = self._y
+        y[:] = 0.0
+        if self._last_y is not None:
+            y[last.rows] = self._last_y
+        return self.x, y
 
     def _failed(self, t0: float, status: QpStatus, iterations: int = 0, solve_time: float = 0.0) -> WbcOutput:
         """The output of a failed tick: non-finite problem data refused, or the solver's failure (NaN)."""
