@@ -403,6 +403,7 @@ class WholeBodyQP:
         # the limit rows (a prefix of the rows); a foot out of contact leaves its force columns and its
         # contact and friction rows out (see ``WbcSettings.contact_reduction``)
         self._a_mask, self._p_mask = a_mask, p_mask
+        self._by_foot: set[Constraint] = {*self.contacts.values(), *self.friction.values()}
         base = solver or OsqpSolver()
         self.solver = base
         probe = base.spawn()
@@ -494,8 +495,11 @@ class WholeBodyQP:
         diag += self._reg
         diag[6:nv] += pw
         g[6:nv] -= pw * self._posture_target
-        # constraints
+        # constraints (those of a foot out of contact only where the problems keep their rows)
+        reduce = self._reduce
         for c in self.constraints:
+            if reduce and c in self._by_foot and not c.active:  # type: ignore[attr-defined]
+                continue
             c.fill()
 
     def solve(self) -> WbcOutput:
