@@ -39,6 +39,33 @@ def test_swing_lifts_and_lands_softly() -> None:
     assert np.linalg.norm(swing.state(1.396).velocity) < 0.01
 
 
+def test_crossing_swing_moves_along_first_then_across() -> None:
+    # the right foot crosses in front of a left foot at (0, 0.12): forward first, across after 40 %
+    swing = SwingTrajectory(
+        Pose2D(0.0, -0.12, 0.0),
+        Pose2D(0.18, 0.17, -0.3),
+        1.0,
+        0.25,
+        0.06,
+        cross_delay=0.4,
+        cross_axis_yaw=0.0,
+    )
+    start, end = swing.state(1.0), swing.state(1.25)
+    assert np.allclose(start.position, [0.0, -0.12, 0.0]) and np.allclose(end.position, [0.18, 0.17, 0.0])
+    assert end.yaw == pytest.approx(-0.3)
+    assert np.allclose(end.velocity, 0.0) and np.allclose(end.acceleration, 0.0)
+    early = swing.state(1.0 + 0.4 * 0.25)
+    assert early.position[1] == pytest.approx(-0.12)  # not across yet
+    assert early.position[0] > 0.09  # most of the way forward
+    h = 1e-6
+    for t in np.linspace(1.01, 1.24, 11):
+        p0, p1, s = swing.state(t - h), swing.state(t + h), swing.state(t)
+        assert np.allclose((p1.position - p0.position) / (2 * h), s.velocity, atol=1e-4)
+        assert np.allclose((p1.velocity - p0.velocity) / (2 * h), s.acceleration, atol=1e-2)
+    with pytest.raises(ValueError):
+        SwingTrajectory(Pose2D(0.0, 0.0, 0.0), Pose2D(0.1, 0.0, 0.0), 0.0, 0.3, 0.06, cross_delay=1.0)
+
+
 def test_schedule_phases_contacts_and_zmp_reference() -> None:
     feet = {side: PLANNER.nominal_foot(Pose2D(0.0, 0.0, 0.0), side) for side in ("left", "right")}
     plan = PLANNER.plan_velocity(feet, VelocityCommand(0.3, 0.0, 0.2), 6)

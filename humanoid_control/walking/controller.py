@@ -66,6 +66,7 @@ from humanoid_control.walking.footsteps import (
     FootstepPlanner,
     VelocityCommand,
     other_side,
+    side_sign,
 )
 from humanoid_control.walking.generator import WalkingGenerator, WalkingReference
 from humanoid_control.walking.geometry import Pose2D, distance_outside
@@ -134,6 +135,15 @@ class WalkingSettings:
             step across it); 0 turns it off.
         wide_start_transfer: the first weight transfer (s) of a walk that starts from feet more than 5 cm
             from the nominal stance (after a capture step).
+        crossing_steps: standing (or in the weight transfer of a standing capture step), a DCM beyond the
+            loaded sole's outer edge (across the walking frame) by more than ``crossing_threshold`` (m),
+            where no uncrossed step catches it, starts a crossing step instead: the unloaded foot lands
+            across the loaded one at ``crossing_step`` (forward of the loaded sole, beyond its centre line,
+            yaw toward it: m, m, rad, in the loaded sole's frame; the legs' reach:
+            ``scripts/crossing_reach.py``), its swing ``crossing_swing`` (s) long, moving along the loaded
+            sole first and across it after ``crossing_delay`` of the swing (clearing the stance foot); then
+            the loaded foot steps out from behind it (``crossing_exit_width`` (m) to its side, re-targeted
+            from the DCM as a capture step).
         friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
             Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
             to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
@@ -172,6 +182,12 @@ class WalkingSettings:
     walk_start_radius: float = 0.05
     walk_start_speed: float = 0.1
     wide_start_transfer: float = 0.8
+    crossing_steps: bool = True
+    crossing_threshold: float = 0.005
+    crossing_step: tuple[float, float, float] = (0.18, 0.05, 0.3)
+    crossing_swing: float = 0.25
+    crossing_delay: float = 0.4
+    crossing_exit_width: float = 0.3
 
 
 @dataclass
@@ -291,6 +307,9 @@ class WalkingController:
             self.recovery_planner, self.generator.lipm, StepAdjustmentSettings(adapt_timing=False)
         )
         self._recovering = False  # the plan is a capture step: its touchdown follows the measured DCM
+        self._stand_capture = False  # the plan is a capture step taken standing
+        self._crossing = False  # the plan is a crossing step (kept where planned) and the step out after it
+        self.crossings: list[tuple[float, str, Footstep]] = []  # (t, crossing foot, its step)
         self._pushed_until = -math.inf  # (s) pushed while walking: the narrower touchdown, the hip strategy
         self.pushed_swings = 0  # swings in which the predicted touchdown error exceeded walk_push_error
         self.recoveries: list[tuple[float, str, StepAdjustment]] = []  # (t, side, capture step)
@@ -375,6 +394,8 @@ class WalkingController:
         gen.set_plan(plan, t0, self._ground_z)
         self.plans.append((t0, plan))
         self._recovering = False
+        self._crossing = False
+        self._stand_capture = False
         self._step_index = -1
         dyn = self.qp.dyn
         if predicted is None or self.mode == WalkMode.STAND or measured:
@@ -572,6 +593,9 @@ class WalkingController:
             score = (not cand.captured, cand.limited, float(np.hypot(*(cand.dcm_offset - want))))
             if best is None or score < best[0]:
                 best = (score, side, cand)
+        standing = len(sides) == 2
+        if standing and self.settings.crossing_steps and self._crossing_step(xi, feet):
+            return True
         if best is None:
             return False
         _, side, adj = best
@@ -581,6 +605,45 @@ class WalkingController:
             return False
         self.recoveries.append((self.t, side, adj))
         self._recovering = True
+        self._stand_capture = standing
+        self.mode = WalkMode.WALK
+        return True
+
+    def _crossing_step(self, xi: np.ndarray, feet: dict[str, Pose2D]) -> bool:
+        """Standing: a DCM ``xi`` (m, odom frame) beyond the loaded foot's outer sole edge by
+        ``crossing_threshold`` (where, by the LIPM, no uncrossed step captures it: docs/walking.md) makes
+        the other foot cross over (``crossing_step``) and the loaded one step out after it (settings); it
+        takes precedence over the uncrossed capture steps. False when the DCM is not there or the preview
+        failed."""
+        s = self.settings
+        frame = self.planner.walking_frame(feet)
+        local = frame.relative(Pose2D(float(xi[0]), float(xi[1]), 0.0))
+        loaded = "left" if local.y > 0.0 else "right"
+        sign = side_sign(loaded)
+        stance = feet[loaded]
+        rel = stance.relative(Pose2D(float(xi[0]), float(xi[1]), 0.0))
+        outer = float(np.max(sign * self.planner.soles[loaded][:, 1]))
+        if sign * rel.y - outer < s.crossing_threshold:
+            return False
+        swing_side = other_side(loaded)
+        fx, fy, fyaw = s.crossing_step
+        cross = Footstep(swing_side, stance.compose(Pose2D(fx, sign * fy, -sign * fyaw)))
+        out = cross.pose.compose(Pose2D(0.0, sign * s.crossing_exit_width, 0.0))
+        exit_step = Footstep(loaded, Pose2D(out.x, out.y, stance.yaw))
+        plan = FootstepPlan(
+            feet,
+            [cross, exit_step],
+            s.crossing_swing,
+            s.recovery_transfer,
+            s.recovery_transfer,
+            projected=[False, False],
+            cross_delays=[s.crossing_delay, 0.0],
+        )
+        if not self._set_plan(plan, self.t, measured=True):
+            return False
+        self.crossings.append((self.t, swing_side, cross))
+        self._recovering = True
+        self._crossing = True
         self.mode = WalkMode.WALK
         return True
 
@@ -603,6 +666,7 @@ class WalkingController:
         return np.array([mid[0], mid[1], self._ground_z + self.generator.lipm.height])
 
     def _walk_tick(self, xi: np.ndarray, omega: float) -> WalkingReference | None:
+        s = self.settings
         gen = self.generator
         sched = gen.schedule
         assert sched is not None
@@ -615,6 +679,17 @@ class WalkingController:
                 self.mode = WalkMode.STAND
                 return None
             self._start_walking(feet)
+            sched = gen.schedule
+            assert sched is not None
+            i = sched.phase_index(t)
+        # a standing capture step still in its weight transfer: the DCM, pushed on, may call for a crossing
+        # step instead
+        if (
+            i == 0
+            and self._stand_capture
+            and s.crossing_steps
+            and self._crossing_step(xi, self._measured_feet())
+        ):
             sched = gen.schedule
             assert sched is not None
             i = sched.phase_index(t)
@@ -636,7 +711,7 @@ class WalkingController:
                     return None
                 return gen.reference(t)
             walk_on = not self.active_command().is_zero() and not self._recovering
-            if phase.step_index + 1 < len(sched.plan.steps) or walk_on:
+            if not self._crossing and (phase.step_index + 1 < len(sched.plan.steps) or walk_on):
                 feet = self._measured_feet()
                 landed = sched.plan.steps[phase.step_index]
                 next_side = other_side(landed.side)
@@ -692,6 +767,8 @@ class WalkingController:
         traj = phase.swing_trajectory
         side = phase.swing
         s_now = traj.phase(self.t)
+        if self._crossing and traj.cross_delay > 0.0:  # the crossing step lands where planned
+            return ref
         if self._recovering and s_now < self.settings.adjust_window[1]:
             stance = other_side(side)
             remaining = max(traj.t0 + traj.duration - self.t, 0.0)

@@ -87,6 +87,9 @@ class FootstepPlan:
         command_clipped: the requested command was beyond the command limits and was clipped.
         projected: per step, the step was moved onto the kinematic limits.
         reached: goal plans: the last step leaves the feet at the goal (False when ``max_steps`` ran out).
+        cross_delays: per step (missing: 0), the swing's ``cross_delay``
+            (:class:`~humanoid_control.walking.swing.SwingTrajectory`): a crossing step's foot moves along
+            the stance sole before it crosses.
     """
 
     start: dict[str, Pose2D]
@@ -98,6 +101,7 @@ class FootstepPlan:
     command_clipped: bool = False
     projected: list[bool] = field(default_factory=list)
     reached: bool = True
+    cross_delays: list[float] = field(default_factory=list)
 
     @property
     def step_period(self) -> float:

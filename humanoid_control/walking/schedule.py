@@ -84,8 +84,17 @@ class ContactSchedule:
             duration = plan.start_double_support if i == 0 else plan.double_support
             phases.append(Phase(t, t + duration, None, dict(feet), zmp, target, i - 1))
             t += duration
+            delay = plan.cross_delays[i] if i < len(plan.cross_delays) else 0.0
             swing = SwingTrajectory(
-                feet[step.side], step.pose, t, plan.single_support, swing_height, ground_z, ground_z
+                feet[step.side],
+                step.pose,
+                t,
+                plan.single_support,
+                swing_height,
+                ground_z,
+                ground_z,
+                cross_delay=delay,
+                cross_axis_yaw=feet[stance].yaw,
             )
             phases.append(Phase(t, t + plan.single_support, step.side, dict(feet), target, target, i, swing))
             t += plan.single_support

@@ -9,6 +9,10 @@ World (odom) frame, m, rad, s. With the phase ``s = (t - t_liftoff) / duration``
 
 So the foot leaves and lands with zero velocity and zero acceleration (a soft touchdown); before lift-off and
 after touchdown the trajectory holds the end poses.
+
+A crossing step (``cross_delay`` ``d`` > 0) moves along the axis ``cross_axis_yaw`` (the stance sole's
+forward axis) and turns first, over the phase ``[0, 1 - d]``, and across it over ``[d, 1]``: the foot passes
+in front of (or behind) the stance foot before it crosses its centre line.
 """
 
 from __future__ import annotations
@@ -72,10 +76,14 @@ class SwingTrajectory:
     height: float
     start_z: float = 0.0
     end_z: float = 0.0
+    cross_delay: float = 0.0
+    cross_axis_yaw: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.duration > 0.0 and math.isfinite(self.duration)):
             raise ValueError("swing duration must be > 0")
+        if not 0.0 <= self.cross_delay < 1.0:
+            raise ValueError("cross_delay must be in [0, 1)")
 
     def phase(self, t: float) -> float:
         """``s`` in ``[0, 1]`` at time ``t`` (s)."""
@@ -93,6 +101,8 @@ class SwingTrajectory:
         dyaw = wrap_angle(self.end.yaw - self.start.yaw)
         base = np.array([self.start.x, self.start.y, self.start_z])
         lift = np.array([0.0, 0.0, self.height])
+        if self.cross_delay > 0.0 and s not in (0.0, 1.0):
+            return self._crossing_state(s, delta, dyaw, base, (h, dh, ddh), inv, inv2)
         return FootState(
             base + b * delta + h * lift,
             wrap_angle(self.start.yaw + b * dyaw),
@@ -100,4 +110,42 @@ class SwingTrajectory:
             db * dyaw * inv,
             (ddb * delta + ddh * lift) * inv2,
             ddb * dyaw * inv2,
+        )
+
+    def _crossing_state(
+        self,
+        s: float,
+        delta: np.ndarray,
+        dyaw: float,
+        base: np.ndarray,
+        bump: tuple[float, float, float],
+        inv: float,
+        inv2: float,
+    ) -> FootState:
+        """Inside a crossing swing: the part of ``delta`` along ``cross_axis_yaw`` and the turn early, the
+        part across it late (module docstring)."""
+        d = self.cross_delay
+        k = 1.0 / (1.0 - d)
+        early = min(s * k, 1.0)
+        late = max((s - d) * k, 0.0)
+        be, dbe, ddbe = _blend(early)
+        bl, dbl, ddbl = _blend(late)
+        if early >= 1.0:
+            dbe = ddbe = 0.0
+        if late <= 0.0:
+            dbl = ddbl = 0.0
+        c, sn = math.cos(self.cross_axis_yaw), math.sin(self.cross_axis_yaw)
+        along = np.array([c, sn, 0.0])
+        across = np.array([-sn, c, 0.0])
+        a = float(delta[:2] @ along[:2]) * along
+        b = float(delta[:2] @ across[:2]) * across + np.array([0.0, 0.0, delta[2]])
+        h, dh, ddh = bump
+        lift = np.array([0.0, 0.0, self.height])
+        return FootState(
+            base + be * a + bl * b + h * lift,
+            wrap_angle(self.start.yaw + be * dyaw),
+            (k * dbe * a + k * dbl * b + dh * lift) * inv,
+            k * dbe * dyaw * inv,
+            (k * k * ddbe * a + k * k * ddbl * b + ddh * lift) * inv2,
+            k * k * ddbe * dyaw * inv2,
         )
