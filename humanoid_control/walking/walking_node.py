@@ -85,6 +85,8 @@ class WalkingNode(WbcNode):
         self.cmd_clipped = 0
         self.last_cmd_problem = ""
         self._plans_published = 0
+        # capture and crossing steps already logged
+        self._recoveries_logged = self._crossings_logged = self._steps_logged = 0
         self._last_status = -1e9
         self.pub_plan = self.create_publisher(Path, "/walking/plan", 10)
         self.pub_footsteps = (
@@ -150,9 +152,27 @@ class WalkingNode(WbcNode):
         if len(ctl.plans) != self._plans_published:
             self._plans_published = len(ctl.plans)
             self._publish_plan(ctl.plans[-1][1], stamp)
+        if len(ctl.recoveries) + len(ctl.crossings) != self._steps_logged:
+            self._log_recovery_steps(ctl)
         if self.runner.state == WbcState.RUN and (t - self._last_status >= self.status_period - 1e-9):
             self._last_status = t
             self._publish_status(t)
+
+    def _log_recovery_steps(self, ctl: WalkingController) -> None:
+        """One log line per capture or crossing step the controller took since the last call (sim time s,
+        the stepping foot, its landing pose in the odom frame: m, m, rad)."""
+        for t, side, adj in ctl.recoveries[self._recoveries_logged :]:
+            p = adj.step.pose
+            self.get_logger().info(
+                f"capture step at t = {t:.3f} s: {side} foot to ({p.x:.3f}, {p.y:.3f}, {p.yaw:.3f})"
+            )
+        for t, side, step in ctl.crossings[self._crossings_logged :]:
+            p = step.pose
+            self.get_logger().info(
+                f"crossing step at t = {t:.3f} s: {side} foot to ({p.x:.3f}, {p.y:.3f}, {p.yaw:.3f})"
+            )
+        self._recoveries_logged, self._crossings_logged = len(ctl.recoveries), len(ctl.crossings)
+        self._steps_logged = self._recoveries_logged + self._crossings_logged
 
     def _publish_plan(self, plan: FootstepPlan, stamp: Any) -> None:
         path = Path()
@@ -230,6 +250,7 @@ class WalkingNode(WbcNode):
                 "footstep_plans": len(ctl.plans),
                 "steps_adjusted": ctl.status.adjusted_steps,
                 "recovery_steps": len(ctl.recoveries),
+                "crossing_steps": len(ctl.crossings),
                 "pattern_failures": ctl.pattern_failures,
             }
         )
