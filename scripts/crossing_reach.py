@@ -102,14 +102,18 @@ def main() -> None:
     left_geoms = [g for g in range(mm.ngeom) if geom_leg[g] == "left" and mm.geom_contype[g]]
     right_geoms = [g for g in range(mm.ngeom) if geom_leg[g] == "right" and mm.geom_contype[g]]
 
-    def leg_gap(q: np.ndarray) -> tuple[float, str]:
-        """Smallest distance (m) between the two legs' collision geoms (negative: penetration)."""
+    def set_pose(q: np.ndarray) -> None:
+        """MuJoCo's kinematics at the pinocchio configuration ``q``."""
         qpos = np.array(mm.qpos0)
         qpos[mj.base_qpos_adr : mj.base_qpos_adr + 3] = q[:3]
         qpos[mj.base_qpos_adr + 3 : mj.base_qpos_adr + 7] = quat_xyzw_to_wxyz(q[3:7])
         qpos[mj.qpos_adr] = q[pm.joint_q_idx]
         md.qpos[:] = qpos
         mujoco.mj_kinematics(mm, md)
+
+    def leg_gap(q: np.ndarray) -> tuple[float, str]:
+        """Smallest distance (m) between the two legs' collision geoms (negative: penetration)."""
+        set_pose(q)
         mujoco.mj_collision(mm, md)
         best, pair = math.inf, ""
         fromto = np.zeros(6)
@@ -148,12 +152,7 @@ def main() -> None:
     ]
 
     def gap_residual(q: np.ndarray) -> float:
-        qpos = np.array(mm.qpos0)
-        qpos[mj.base_qpos_adr : mj.base_qpos_adr + 3] = q[:3]
-        qpos[mj.base_qpos_adr + 3 : mj.base_qpos_adr + 7] = quat_xyzw_to_wxyz(q[3:7])
-        qpos[mj.qpos_adr] = q[pm.joint_q_idx]
-        md.qpos[:] = qpos
-        mujoco.mj_kinematics(mm, md)
+        set_pose(q)
         fromto = np.zeros(6)
         d = min(mujoco.mj_geomDistance(mm, md, a, b, 0.1, fromto) for a, b in pairs)
         return max(args.gap - d, 0.0)
@@ -225,7 +224,7 @@ def main() -> None:
             q = config_of(z, shift)
             gap, pair = leg_gap(q)
             jr = dict(
-                zip([f"{s[0]}_{j}" for s in ("left", "right") for j in LEG], np.round(z[3:], 2), strict=True)
+                zip([f"{s[0]}_{j}" for s in ("left", "right") for j in LEG], np.round(z[3:15], 2), strict=True)
             )
             print(
                 f"  dx {dx:+.2f}: max dy {dy:+.2f} (right sole y {left_xy[1] + dy:+.3f}, yaw {yaw:+.2f}), "

@@ -234,10 +234,10 @@ class _Problem:
         self._nrows = rows.size
         self._g = np.zeros(nc)
 
-    def setup_placeholder(self) -> None:
-        """Set the solver up now, with placeholder values of the fixed patterns (a diagonally dominant
-        Hessian), so that the first tick that needs this problem only updates values: no setup inside the
-        control loop."""
+    def setup_ahead(self) -> None:
+        """Set the solver up now on the fixed patterns (a diagonally dominant Hessian, unit constraint
+        values: only the structure matters), so that the first tick that needs this problem only updates
+        values: no setup inside the control loop."""
         P = self.P_csc.copy()
         rows = P.indices
         cols = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))
@@ -463,7 +463,7 @@ class WholeBodyQP:
             )
         for problem in (full, screened):
             if problem is not None:
-                problem.setup_placeholder()
+                problem.setup_ahead()
                 self.problems.append(problem)
         self._by_contacts[key] = (full, screened)
         return full, screened
