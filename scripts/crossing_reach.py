@@ -224,7 +224,9 @@ def main() -> None:
             q = config_of(z, shift)
             gap, pair = leg_gap(q)
             jr = dict(
-                zip([f"{s[0]}_{j}" for s in ("left", "right") for j in LEG], np.round(z[3:15], 2), strict=True)
+                zip(
+                    [f"{s[0]}_{j}" for s in ("left", "right") for j in LEG], np.round(z[3:15], 2), strict=True
+                )
             )
             print(
                 f"  dx {dx:+.2f}: max dy {dy:+.2f} (right sole y {left_xy[1] + dy:+.3f}, yaw {yaw:+.2f}), "
