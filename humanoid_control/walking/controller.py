@@ -188,6 +188,7 @@ class WalkingSettings:
     crossing_swing: float = 0.25
     crossing_delay: float = 0.4
     crossing_exit_width: float = 0.3
+    crossing_max_travel: float = 0.4
 
 
 @dataclass
@@ -628,6 +629,8 @@ class WalkingController:
         swing_side = other_side(loaded)
         fx, fy, fyaw = s.crossing_step
         cross = Footstep(swing_side, stance.compose(Pose2D(fx, sign * fy, -sign * fyaw)))
+        if float(np.hypot(*(cross.pose.position - feet[swing_side].position))) > s.crossing_max_travel:
+            return False
         out = cross.pose.compose(Pose2D(0.0, sign * s.crossing_exit_width, 0.0))
         exit_step = Footstep(loaded, Pose2D(out.x, out.y, stance.yaw))
         plan = FootstepPlan(

@@ -96,6 +96,10 @@ class OsqpSettings:
     Attributes:
         eps_abs, eps_rel: absolute / relative residual tolerances.
         max_iter: iteration cap per solve (a tick must end in bounded time).
+        max_iter_retry: a solve that reaches ``max_iter`` goes on from where it stopped for up to this many
+            more iterations (0: it fails there). Rare ill-conditioned ticks need them: a crossed stance with
+            the DCM far out after a sideways push took 1000 iterations to converge, and failing them for 6
+            ticks faulted the controller. A solve is still bounded, by ``max_iter + max_iter_retry``.
         rho: initial ADMM step; adaptive_rho_interval: iterations between rho updates (0 = automatic).
         polish: solution polishing (more accurate, slower).
         scaling: Ruiz scaling iterations.
@@ -112,6 +116,7 @@ class OsqpSettings:
     eps_abs: float = 1e-4
     eps_rel: float = 1e-4
     max_iter: int = 400
+    max_iter_retry: int = 1600
     rho: float = 0.1
     adaptive_rho_interval: int = 25
     polish: bool = False
@@ -187,11 +192,14 @@ class OsqpSolver(QpSolver):
         assert self._solver is not None, "setup() first"
         t0 = time.perf_counter()
         self._solver.solve()
-        dt = time.perf_counter() - t0
         info = self._solver.info
         status = _OSQP_STATUS.get(int(info.status_val), QpStatus.FAILED)
         iterations = int(info.iter)
         s = self.settings
+        if status is QpStatus.MAX_ITER and s.max_iter_retry > 0:
+            status, more = self._go_on(s.max_iter_retry)
+            iterations += more
+        dt = time.perf_counter() - t0
         if s.fast_check_termination > 0:
             if iterations <= s.fast_iterations:
                 self._set_check(s.fast_check_termination)
@@ -200,6 +208,19 @@ class OsqpSolver(QpSolver):
                 fast = self._slow_solves % s.fast_retry == 0
                 self._set_check(s.fast_check_termination if fast else s.check_termination)
         return QpResult(status, self._solver.solution.x, iterations, dt, self._solver.solution.y)
+
+    def _go_on(self, iterations: int) -> tuple[QpStatus, int]:
+        """Continue a solve that stopped at ``max_iter`` (warm-started from its own iterate) for up to
+        ``iterations`` more, checking convergence every ``check_termination``; its status and iterations."""
+        st = self._osqp_settings
+        check = self._check
+        st.max_iter, st.check_termination = iterations, self.settings.check_termination
+        self._solver.update_settings(st)
+        self._solver.solve()
+        st.max_iter, st.check_termination = self.settings.max_iter, check
+        self._solver.update_settings(st)
+        info = self._solver.info
+        return _OSQP_STATUS.get(int(info.status_val), QpStatus.FAILED), int(info.iter)
 
     def warm_start(self, x: np.ndarray, y: np.ndarray) -> bool:
         assert self._solver is not None, "setup() first"
