@@ -17,7 +17,7 @@ from humanoid_control.wbc.balance import (
 )
 from humanoid_control.wbc.command import CommandGenerator, CommandMode, CommandSettings
 from humanoid_control.wbc.controller import StandingController
-from humanoid_control.wbc.qp import WholeBodyQP
+from humanoid_control.wbc.qp import WbcSettings, WholeBodyQP
 from humanoid_control.wbc.sim_loop import run_standing, survives_push
 
 CONFIG = load_robot_config("g1")
@@ -116,7 +116,10 @@ def test_dynamics_residual_and_limits_at_perturbed_states() -> None:
 
 
 def test_infeasible_qp_holds_last_command_then_requests_damping() -> None:
-    ctl = StandingController(CONFIG, PMODEL, command=CommandSettings(max_hold_ticks=3))
+    # no relaxing of the limit rows: the failure itself is under test (its fallback is tested below)
+    ctl = StandingController(
+        CONFIG, PMODEL, wbc=WbcSettings(relax_limits=False), command=CommandSettings(max_hold_ticks=3)
+    )
     q, v = _standing_state()
     first = ctl.step(q, v)
     assert first.mode == CommandMode.TRACK
@@ -145,6 +148,63 @@ def test_infeasible_qp_holds_last_command_then_requests_damping() -> None:
     assert ctl.step(q, v).mode == CommandMode.DAMPING
     ctl.commands.reset()
     assert ctl.step(q, v).mode == CommandMode.TRACK
+
+
+def _running_into_a_limit(joint: str, speed: float) -> tuple[np.ndarray, np.ndarray]:
+    """The standing pose with ``joint`` 0.01 rad below its upper limit, moving toward it at ``speed``."""
+    joints = CONFIG.array("default")
+    j = CONFIG.joint_names.index(joint)
+    joints[j] = CONFIG.array("upper")[j] - 0.01
+    q = PMODEL.neutral_q(joints, standing_base_height(CONFIG, PMODEL, CONFIG.array("default")))
+    v = np.zeros(PMODEL.model.nv)
+    v[PMODEL.joint_v_idx[j]] = speed
+    return q, v
+
+
+def test_a_joint_running_into_its_limit_relaxes_the_limit_rows_instead_of_failing() -> None:
+    # the left hip pitch of a swing leg 0.01 rad below its upper limit, moving toward it at 30 rad/s: the
+    # torque limits cannot stop it within the joint-limit horizon, so the problem with every row is
+    # infeasible. The tick is answered without the joint-limit rows (the torque rows kept), not failed
+    q, v = _running_into_a_limit("left_hip_pitch_joint", 30.0)
+    strict = WholeBodyQP(CONFIG, PMODEL, WbcSettings(relax_limits=False))
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    outs = []
+    for w in (strict, qp):
+        w.set_contact("left", False)
+        w.update_dynamics(q, v)
+        w.com.desired_acceleration[:] = 0.0
+        outs.append(w.solve())
+    failed, out = outs
+    assert failed.status.value == "infeasible" and not failed.limits_relaxed
+    assert out.ok and out.limits_relaxed and not out.full_problem and qp.relaxed_ticks == 1
+    assert qp.dynamics_residual(out.qdd, out.forces, out.tau) <= 1e-6
+    # the torque rows were kept (within the solver's tolerance), the hip's joint-limit row was not
+    assert np.all(np.abs(out.tau) <= 1.01 * qp.torque_limits.tau_max)
+    k = qp.v_idx[CONFIG.joint_names.index("left_hip_pitch_joint")]
+    assert out.qdd[6 + k] > qp.joint_limits.upper[k]
+    # back at rest on both feet the next tick is answered with every row again
+    q0, v0 = _standing_state()
+    qp.set_contact("left", True)
+    qp.update_dynamics(q0, v0)
+    nxt = qp.solve()
+    assert nxt.ok and not nxt.limits_relaxed and qp.relaxed_ticks == 1
+
+
+def test_when_the_torque_rows_cannot_hold_either_the_answer_keeps_dynamics_and_contacts() -> None:
+    # both feet down and the left knee driven into its limit at 30 rad/s: the contact rows' velocity bleed
+    # alone needs more torque than the G1 has. The last resort is the answer without any limit rows (the
+    # command generator clips its torques to the effort limits); dynamics and contact rows still hold
+    q, v = _running_into_a_limit("left_knee_joint", 30.0)
+    qp = WholeBodyQP(CONFIG, PMODEL)
+    qp.update_dynamics(q, v)
+    qp.com.desired_acceleration[:] = 0.0
+    out = qp.solve()
+    assert out.ok and out.limits_relaxed and qp.relaxed_ticks == 1
+    assert np.abs(out.tau).max() > qp.torque_limits.tau_max.max()  # no torque limit held
+    assert qp.dynamics_residual(out.qdd, out.forces, out.tau) <= 1e-6
+    rows = np.concatenate([qp.contacts[side].A for side in qp.dyn.sides])  # sole accelerations as asked
+    lower = np.concatenate([qp.contacts[side].lower for side in qp.dyn.sides])
+    np.testing.assert_allclose(rows @ out.x, lower, atol=1e-2)
 
 
 def test_failure_without_any_safe_command_requests_damping_at_once() -> None:

@@ -30,6 +30,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -82,6 +83,13 @@ class WbcSettings:
             rows hold them at 0) and its contact rows (free) with them. Exact, and a smaller problem in single
             support (the G1: 47 variables and 32 screened rows instead of 59 and 58). One problem (and solver)
             per set of feet in contact, all set up at construction; a solver that cannot ``spawn`` keeps one.
+        relax_limits: when the problem with every row fails (infeasible, or out of iterations: a joint
+            running into its position limit faster than its torque can stop it, as in a crossed stance
+            after a hard side push), the tick is solved again without the joint-limit rows, and if that
+            fails too without the torque-limit rows (the screened problem), and that answer is used
+            (``WbcOutput.limits_relaxed``, counted in ``WholeBodyQP.relaxed_ticks``): a joint meets its
+            mechanical stop or an actuator saturates instead of the controller failing. False: the tick
+            fails.
     """
 
     w_com: float = 1000.0
@@ -111,6 +119,7 @@ class WbcSettings:
     limit_screening: bool = True
     screening_margin: float = 0.9
     contact_reduction: bool = True
+    relax_limits: bool = True
 
 
 @dataclass
@@ -126,6 +135,8 @@ class WbcOutput:
         iterations: solver iterations. solve_time_s: solver alone; tick_time_s: assembly and solve (s), the
             rigid-body update before it excluded. Both summed over the tick's solves.
         full_problem: the tick solved the problem with the limit rows (see ``limit_screening``).
+        limits_relaxed: that problem failed and the answer is one without the joint-limit rows, or without
+            any limit rows (see ``WbcSettings.relax_limits``).
     """
 
     status: QpStatus
@@ -137,6 +148,7 @@ class WbcOutput:
     solve_time_s: float
     tick_time_s: float
     full_problem: bool = True
+    limits_relaxed: bool = False
 
     @property
     def qdd(self) -> np.ndarray:
@@ -282,6 +294,15 @@ class _Problem:
         return self.solver.solve()
 
 
+class _Problems(NamedTuple):
+    """The problems of one set of feet in contact: every row, without the limit rows (limit screening) and
+    without the joint-limit rows (``WbcSettings.relax_limits``)."""
+
+    full: _Problem
+    screened: _Problem | None
+    relaxed: _Problem | None
+
+
 class WholeBodyQP:
     """The task-space inverse-dynamics QP for a floating-base robot with point-contact soles."""
 
@@ -412,7 +433,9 @@ class WholeBodyQP:
         self._screen = s.limit_screening and self._spawns
         self._spare = [probe] if probe is not None else []
         self.problems: list[_Problem] = []
-        self._by_contacts: dict[tuple[tuple[bool, bool], ...], tuple[_Problem, _Problem | None]] = {}
+        self._relax = s.relax_limits and self._spawns
+        self.relaxed_ticks = 0  # ticks answered with limit rows left out (``relax_limits``)
+        self._by_contacts: dict[tuple[tuple[bool, bool], ...], _Problems] = {}
         self._full_next = not self._screen  # solve the full problem first next tick
         self._last: _Problem | None = None  # the problem of the last successful solve
         self._last_y: np.ndarray | None = None
@@ -432,11 +455,9 @@ class WholeBodyQP:
         assert new is not None
         return new
 
-    def _problems(
-        self, key: tuple[tuple[bool, bool], ...], solver: QpSolver | None = None
-    ) -> tuple[_Problem, _Problem | None]:
-        """The full and the screened problem (None without screening) for ``key``, per foot (contact rows
-        active, forces allowed), built and set up on first use."""
+    def _problems(self, key: tuple[tuple[bool, bool], ...], solver: QpSolver | None = None) -> _Problems:
+        """The full, the screened and the relaxed problem (None without screening / relaxing) for ``key``,
+        per foot (contact rows active, forces allowed), built and set up on first use."""
         found = self._by_contacts.get(key)
         if found is not None:
             return found
@@ -461,12 +482,20 @@ class WholeBodyQP:
             screened = _Problem(
                 f"screened {name}", np.flatnonzero(screen), cols, self._a_mask, self._p_mask, self._solver()
             )
-        for problem in (full, screened):
+        relaxed = None
+        if self._relax:
+            relax = keep_rows.copy()
+            relax[self._row_slices[self.constraints.index(self.joint_limits)]] = False
+            relaxed = _Problem(
+                f"relaxed {name}", np.flatnonzero(relax), cols, self._a_mask, self._p_mask, self._solver()
+            )
+        for problem in (full, screened, relaxed):
             if problem is not None:
                 problem.setup_ahead()
                 self.problems.append(problem)
-        self._by_contacts[key] = (full, screened)
-        return full, screened
+        found = _Problems(full, screened, relaxed)
+        self._by_contacts[key] = found
+        return found
 
     # ------------------------------------------------------------------ contacts
     def set_contact(self, side: str, in_contact: bool) -> None:
@@ -531,7 +560,7 @@ class WholeBodyQP:
             key = tuple((self.contacts[s].active, self.friction[s].active) for s in self.dyn.sides)
         else:
             key = tuple((True, True) for _ in self.dyn.sides)
-        full_problem, screened = self._problems(key)
+        full_problem, screened, relaxed = self._problems(key)
         full = self._full_next or screened is None
         status = QpStatus.FAILED
         tau = h_a
@@ -540,7 +569,11 @@ class WholeBodyQP:
         start = None
         if last is not None and last is not full_problem and last is not screened:
             start = self._start(last)  # the feet in contact changed: start from the last tick's answer
-        for problem in problems:
+        queue = list(problems)
+        relaxing = False
+        answered, answered_status = None, status  # the problem whose answer ``x`` holds this tick
+        while queue:
+            problem = queue.pop(0)
             assert problem is not None
             res = problem.solve(self._P, g, self._A, lower, upper, start)
             start = None
@@ -550,8 +583,20 @@ class WholeBodyQP:
             if status.ok and not math.isfinite(res.x.sum()):
                 status = QpStatus.FAILED
             if not status.ok:
+                if problem is full_problem and relaxed is not None:
+                    # the joint-limit rows left out, then the torque-limit rows too (the screened problem,
+                    # unless already answered this tick): more chances, from the last answer
+                    relaxing = True
+                    queue = [relaxed] if screened is None or answered is screened else [relaxed, screened]
+                if relaxing and queue:
+                    if self._last is not None and self._last is not queue[0]:
+                        start = self._start(self._last)
+                    continue
+                if relaxing and answered is not None:
+                    status = answered_status  # the screened answer of this tick is the last resort
                 break  # the full problem has every row of the screened one: no better chance there
             self._last, self._last_y = problem, res.y
+            answered, answered_status = problem, status
             if problem.all_cols:
                 x[:] = res.x
             else:
@@ -560,6 +605,8 @@ class WholeBodyQP:
             self._project_dynamics(x)
             tau = tau_rows @ x + h_a
             qdd_j, jl = x[6:nv], self.joint_limits
+            if relaxing:
+                break
             if problem is full_problem:
                 near = np.abs(tau) > self.settings.screening_margin * tau_max
                 near_bound = (qdd_j <= jl.lower + jl.tolerance) | (qdd_j >= jl.upper - jl.tolerance)
@@ -574,8 +621,12 @@ class WholeBodyQP:
             self._full_next = not self._screen
             self._last = self._last_y = None
             return self._failed(t0, status, iterations, solve_time)
+        if relaxing:
+            self._full_next, full = True, False
+        self.relaxed_ticks += int(relaxing)
+        tick = time.perf_counter() - t0
         return WbcOutput(
-            status, x.copy(), nv, self.force_cols, tau, iterations, solve_time, time.perf_counter() - t0, full
+            status, x.copy(), nv, self.force_cols, tau, iterations, solve_time, tick, full, relaxing
         )
 
     def _start(self, last: _Problem) -> tuple[np.ndarray, np.ndarray]:

@@ -538,6 +538,7 @@ class WbcNode(QuietNode):
             "iterations_median": f"{np.median(its):.0f}",
             "iterations_max": int(its.max()),
             "qp_full_problem_ticks": self.full_problem_ticks,
+            "qp_relaxed_ticks": self.controller.qp.relaxed_ticks,
             "qp_solved": fc.solved,
             "qp_failed": fc.failed,
             "qp_failed_longest_run": fc.longest,
