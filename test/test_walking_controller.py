@@ -103,3 +103,28 @@ def test_a_push_toward_the_stance_foot_while_walking_is_recovered(config) -> Non
     assert side == "right"
     assert left[1] - right[1] < config.walking.step_width_min - 0.03  # landed inside the walking limit
     assert log.modes[-1] == WalkMode.WALK.value  # walking again
+
+
+def test_a_sideways_push_standing_is_recovered_with_a_crossing_step_through_the_estimator(config) -> None:  # type: ignore[no-untyped-def]
+    # 25 N s to the left (the standing target) puts the DCM beyond the left sole's outer edge, where
+    # no uncrossed step captures it: the right foot crosses in front of the left, the left steps out, and
+    # the robot comes to rest. The controller sees the state estimator's output (IMU, encoders), as in the
+    # graph
+    ctl = WalkingController(config)
+    log = run_walking(
+        config,
+        4.5,
+        lambda t: (0.0, 0.0, 0.0),
+        push=Push((0.0, 250.0), 1.0, 0.1),
+        controller=ctl,
+        stop_after=2.5,
+        estimated=True,
+    )
+    assert not log.fell, f"fell at t={log.time[-1]:.2f} s"
+    assert [side for _, side, _ in ctl.crossings][:1] == ["right"]
+    assert ctl.qp.relaxed_ticks == 0
+    com = np.array(log.com[-26:])
+    assert np.hypot(*(com[-1, :2] - com[0, :2])) / (25 * ctl.dt) < 0.15  # at rest again
+    assert log.base[-1][2] > log.base[0][2] - 0.1
+    # the estimate the controller used was the robot's: its DCM moved with the true base
+    assert np.array(log.base)[-1, 1] > 0.3 and np.array(log.dcm)[-1][1] - np.array(log.dcm)[0][1] > 0.3

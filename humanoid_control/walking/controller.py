@@ -184,7 +184,7 @@ class WalkingSettings:
     wide_start_transfer: float = 0.8
     crossing_steps: bool = True
     crossing_threshold: float = 0.005
-    crossing_step: tuple[float, float, float] = (0.18, 0.05, 0.3)
+    crossing_step: tuple[float, float, float] = (0.18, 0.05, 0.15)
     crossing_swing: float = 0.25
     crossing_delay: float = 0.4
     crossing_exit_width: float = 0.3

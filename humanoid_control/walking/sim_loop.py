@@ -1,5 +1,7 @@
-"""In-process closed loop: :class:`~.controller.WalkingController` on the MuJoCo backend with ground-truth
-state (no ROS), for tests and tuning. The acceptance runs go through the ROS graph with the estimator.
+"""In-process closed loop: :class:`~.controller.WalkingController` on the MuJoCo backend (no ROS), for tests
+and tuning, with ground-truth state or (``estimated``) the state estimator's core fed by the simulated IMU
+and encoders, as the graph's ``state_estimator`` is (its default noise and flat-ground prior). The
+acceptance runs go through the ROS graph with the estimator.
 
 Push trials (:func:`survives_walking_push`, :func:`max_survived_walking_impulse`): a 0.1 s horizontal push
 (N, world frame; the robot spawns facing +x) at the base body, standing (stepping allowed) or walking
@@ -12,13 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pinocchio as pin
 
+from humanoid_control.estimation.ekf import EstimatorNoise
+from humanoid_control.estimation.estimator import StateEstimator
 from humanoid_control.hardware.mujoco_sim import MujocoBackend
 from humanoid_control.hardware.push import PushLimits, validate_push
 from humanoid_control.hardware.types import LowLevelCommand
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.walking.controller import WalkingController, WalkingSettings
 from humanoid_control.wbc.command import CommandMode
+from humanoid_control.wbc.dynamics import pinocchio_state
 from humanoid_control.wbc.sim_loop import Push, ground_truth_state
 
 
@@ -54,13 +60,16 @@ def run_walking(
     controller: WalkingController | None = None,
     push_when: Callable[[WalkingController], bool] | None = None,
     stop_after: float | None = None,
+    estimated: bool = False,
 ) -> WalkLog:
     """Walk in MuJoCo for ``seconds`` following ``command(t) -> (vx, vy, wz)``; optional push, at
     ``push.start`` or, with ``push_when``, at the first tick (after the controller's step) from ``push.start``
     on where ``push_when(controller)`` holds (``WalkLog.push_time``); ``stop_after``: end the run that long
-    (s) after the push."""
+    (s) after the push; ``estimated``: the controller sees the state estimator's state (module docstring),
+    not the ground truth."""
     backend = MujocoBackend(config, initial_joint_positions=config.array("default"))
     ctl = controller or WalkingController(config)
+    estimator = StateEstimator(config, EstimatorNoise(ground_height=0.01)) if estimated else None
     gains = config.gain_profile(gain_profile)
     dt = ctl.dt
     log = WalkLog()
@@ -68,7 +77,15 @@ def run_walking(
     for k in range(round(seconds / dt)):
         t = k * dt
         gt = backend.ground_truth()
-        q, v = ground_truth_state(backend, ctl.pmodel, gt)
+        if estimator is None:
+            q, v = ground_truth_state(backend, ctl.pmodel, gt)
+        else:
+            m = backend.read()
+            e = estimator.step(m.stamp, m.gyro, m.accel, m.q, m.tau, m.imu_quat, m.dq)
+            xyzw = pin.Quaternion(e.rotation).coeffs()
+            q, v = pinocchio_state(
+                ctl.pmodel, e.position, xyzw, e.linear_velocity, e.angular_velocity, m.q, m.dq
+            )
         ctl.set_command(*command(t))
         cmd = ctl.step(q, v)
         backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))
@@ -130,12 +147,14 @@ def survives_walking_push(
     duration: float = 0.1,
     observe: float = 2.5,
     centred: bool = True,
+    estimated: bool = False,
 ) -> bool:
     """Whether the walking controller survives a push of ``impulse`` (N s) over ``duration`` (s) along
     ``direction`` (world frame), standing (``speed`` 0: pushed at 1.0 s, stepping allowed) or walking
     forward at ``speed`` (m/s, from 0.5 s; pushed from 2.5 s on at the first mid single support on
     ``stance``: the push centred on its middle, as the graph evaluation does, or with ``centred`` False
-    starting there), watched ``observe`` s after the push. Survived: no fall (base above
+    starting there), watched ``observe`` s after the push; ``estimated``: through the state estimator
+    (:func:`run_walking`). Survived: no fall (base above
     ``simulation.fall_height``, no damping), the base within 0.1 m of its starting height, and standing the
     robot at rest again (CoM slower than 0.15 m/s horizontally at the end)."""
     u = np.asarray(direction, dtype=float)
@@ -153,6 +172,7 @@ def survives_walking_push(
         controller=ctl,
         push_when=when,
         stop_after=observe,
+        estimated=estimated,
     )
     if log.fell or log.push_time is None:
         return False
