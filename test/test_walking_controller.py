@@ -128,3 +128,35 @@ def test_a_sideways_push_standing_is_recovered_with_a_crossing_step_through_the_
     assert log.base[-1][2] > log.base[0][2] - 0.1
     # the estimate the controller used was the robot's: its DCM moved with the true base
     assert np.array(log.base)[-1, 1] > 0.3 and np.array(log.dcm)[-1][1] - np.array(log.dcm)[0][1] > 0.3
+
+
+def test_while_the_driver_ramps_the_controller_drops_its_plan_and_takes_no_step(config) -> None:  # type: ignore[no-untyped-def]
+    # the graph respawns the robot between evaluation trials: the driver ramps it to the default pose and
+    # ignores the controller meanwhile. A walk (or a capture step) in flight before must not carry over into
+    # the next trial: the runner holds the controller still on every ramp tick, as a new controller
+    from humanoid_control.wbc.runner import OdomSample, WbcRunner
+
+    ctl = WalkingController(config)
+    run_walking(config, 1.5, lambda t: (0.3, 0.0, 0.0), controller=ctl)
+    assert ctl.mode == WalkMode.WALK and ctl.generator.schedule is not None
+    plans = len(ctl.plans)
+    runner = WbcRunner(ctl)
+    runner.gains_ready = True
+    # standing at rest, but the DCM pushed 0.3 m to the left (beyond the left sole): standing, a step
+    joints = config.array("default")
+    runner.set_odom(
+        OdomSample(
+            ctl.t,
+            np.array([0.0, 0.0, 0.76]),
+            np.array([0.0, 0.0, 0.0, 1.0]),
+            np.array([0.0, 1.0, 0.0]),
+            np.zeros(3),
+        )
+    )
+    for _ in range(3):
+        assert runner.update(ctl.t, joints, np.zeros_like(joints), "ramp") is not None
+        assert ctl.mode == WalkMode.STAND and ctl.generator.schedule is None
+        assert len(ctl.plans) == plans and ctl.contacts == {"left": True, "right": True}
+    # handed over (driver active): the same state now starts a capture or crossing step
+    runner.update(ctl.t, joints, np.zeros_like(joints), "active")
+    assert len(ctl.plans) == plans + 1 and ctl.mode == WalkMode.WALK

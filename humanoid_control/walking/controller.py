@@ -275,6 +275,7 @@ class WalkingController:
         self.last_output: WbcOutput | None = None
         self.qp_tick_s = 0.0
         self.contacts = {side: True for side in SIDES}
+        self._held = False  # this tick: no step (hold_still)
         self._swing_offset = np.zeros(2)  # (m, odom frame) touchdown moved by the step adjustment
         self._step_index = -1  # index in the current plan of the last step that started its swing
         self._ground_z = 0.0
@@ -344,6 +345,20 @@ class WalkingController:
         self._recovering = False
         self._swing_offset[:] = 0.0
         self.command = VelocityCommand()
+
+    def hold_still(self) -> None:
+        """The driver is ramping the robot to its default pose (after a reset or a respawn) and ignores this
+        controller's commands: drop any plan and any push state as a new controller would start, and take
+        no step in the next :meth:`step` (its answer only keeps the QP warm). Called before each such tick,
+        so that what the controller does once the driver hands over does not depend on what it did before
+        the respawn (a walk, a capture step in flight)."""
+        self.stand_now()
+        self._crossing = self._stand_capture = False
+        self._pushed_until = -math.inf
+        self._step_index = -1
+        self.generator.schedule = None
+        self.generator.last = None
+        self._held = True
 
     def active_command(self) -> VelocityCommand:
         """The command in force now: zero once it is older than ``stale_command_s``."""
@@ -452,7 +467,8 @@ class WalkingController:
         height = max(float(c[2]) - self._ground_z, 0.05)
         omega = math.sqrt(dyn.gravity / height)
         xi = c[:2] + cd[:2] / omega
-        if self.mode == WalkMode.STAND:
+        held, self._held = self._held, False
+        if self.mode == WalkMode.STAND and not held:
             if not self.active_command().is_zero() and self._settled(xi):
                 self._start_walking(self._measured_feet())
             elif s.recovery_steps:

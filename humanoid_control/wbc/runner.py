@@ -152,6 +152,9 @@ class WbcRunner:
         )
         if ramp:
             ctl.commands.reset()  # failures while the driver ramps are not acted on
+            hold = getattr(ctl, "hold_still", None)  # a stepping controller: no plan, no step meanwhile
+            if hold is not None:
+                hold()
         cmd = ctl.step(qp, vp)
         if self.state != WbcState.RUN:
             self._set(WbcState.RUN, f"driver {driver_mode}, /odom received", t)
