@@ -87,6 +87,7 @@ class WalkingNode(WbcNode):
         self._plans_published = 0
         # capture and crossing steps already logged
         self._recoveries_logged = self._crossings_logged = self._steps_logged = 0
+        self._touchdowns_logged = 0
         self._last_status = -1e9
         self.pub_plan = self.create_publisher(Path, "/walking/plan", 10)
         self.pub_footsteps = (
@@ -154,6 +155,8 @@ class WalkingNode(WbcNode):
             self._publish_plan(ctl.plans[-1][1], stamp)
         if len(ctl.recoveries) + len(ctl.crossings) != self._steps_logged:
             self._log_recovery_steps(ctl)
+        if len(ctl.touchdowns) != self._touchdowns_logged:
+            self._log_touchdowns(ctl)
         if self.runner.state == WbcState.RUN and (t - self._last_status >= self.status_period - 1e-9):
             self._last_status = t
             self._publish_status(t)
@@ -173,6 +176,19 @@ class WalkingNode(WbcNode):
             )
         self._recoveries_logged, self._crossings_logged = len(ctl.recoveries), len(ctl.crossings)
         self._steps_logged = self._recoveries_logged + self._crossings_logged
+
+    def _log_touchdowns(self, ctl: WalkingController) -> None:
+        """One log line per touchdown since the last call (sim time s, foot, measured sole pose in the odom
+        frame: m, m, rad, and the DCM then: m): at info level in a capture or crossing step's plan, at
+        debug level while walking."""
+        log = self.get_logger().info if ctl.recovering else self.get_logger().debug
+        xi = ctl.status.dcm
+        for t, side, p in ctl.touchdowns[self._touchdowns_logged :]:
+            log(
+                f"touchdown at t = {t:.3f} s: {side} foot at ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}), "
+                f"DCM ({xi[0]:.3f}, {xi[1]:.3f})"
+            )
+        self._touchdowns_logged = len(ctl.touchdowns)
 
     def _publish_plan(self, plan: FootstepPlan, stamp: Any) -> None:
         path = Path()
