@@ -187,6 +187,7 @@ def test_runner_qp_failure_faults_only_when_the_driver_uses_the_commands(
     qp.torque_limits.scale = 0.0
     for f in qp.friction.values():
         f.f_max = 0.0
+    qp.settings.relax_limits = False  # the failure path is under test, not its fallback (test_wbc.py)
     try:
         for _ in range(3):  # driver ramping: failures are not acted on, commands keep pacing lockstep
             cmd = runner.update(0.0, q, dq, "ramp")
@@ -202,6 +203,7 @@ def test_runner_qp_failure_faults_only_when_the_driver_uses_the_commands(
         assert "QP failed" in runner.reason
     finally:
         qp.torque_limits.scale = 1.0
+        qp.settings.relax_limits = True
         for f in qp.friction.values():
             f.f_max = 2000.0
         controller.commands.reset()

@@ -88,7 +88,8 @@ class WbcSettings:
             after a hard side push), the tick is solved again without the joint-limit rows, and if that
             fails too without the torque-limit rows (the screened problem), and that answer is used
             (``WbcOutput.limits_relaxed``, counted in ``WholeBodyQP.relaxed_ticks``): a joint meets its
-            mechanical stop or an actuator saturates instead of the controller failing. False: the tick
+            mechanical stop or an actuator saturates instead of the controller failing (read every tick;
+            the problems are built at construction when True). False: the tick
             fails.
     """
 
@@ -583,7 +584,7 @@ class WholeBodyQP:
             if status.ok and not math.isfinite(res.x.sum()):
                 status = QpStatus.FAILED
             if not status.ok:
-                if problem is full_problem and relaxed is not None:
+                if problem is full_problem and relaxed is not None and self.settings.relax_limits:
                     # the joint-limit rows left out, then the torque-limit rows too (the screened problem,
                     # unless already answered this tick): more chances, from the last answer
                     relaxing = True
