@@ -88,9 +88,8 @@ class WbcSettings:
             after a hard side push), the tick is solved again without the joint-limit rows, and if that
             fails too without the torque-limit rows (the screened problem), and that answer is used
             (``WbcOutput.limits_relaxed``, counted in ``WholeBodyQP.relaxed_ticks``): a joint meets its
-            mechanical stop or an actuator saturates instead of the controller failing (read every tick;
-            the problems are built at construction when True). False: the tick
-            fails.
+            mechanical stop or an actuator saturates instead of the controller failing. False: the tick
+            fails. Read every tick; the relaxed problems are built at construction only when True.
     """
 
     w_com: float = 1000.0
