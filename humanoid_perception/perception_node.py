@@ -154,8 +154,9 @@ class PerceptionNode(QuietNode):
         self.state_wait = declare(
             self,
             "state_wait_s",
-            1.0,
-            "wall time a frame waits for the robot state of its stamp (s)",
+            3.0,
+            "wall time a frame waits for the robot state of its stamp (s; a loaded machine's estimator can "
+            "run a second behind)",
             0.0,
             30.0,
         )

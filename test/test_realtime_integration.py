@@ -174,7 +174,11 @@ def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
             lambda d: bool(d.modes) and d.modes[-1] == "active" and bool(d.truth_t), 90.0
         ), graph.log()[-3000:]
         t_active = probe.data.truth_t[-1]
-        assert probe.wait_for(lambda d: d.truth_t[-1] > t_active + 1.0, 20.0)
+        # 1 s of samples, and at least 20 of them: on a loaded machine the loop's slack drops many
+        assert probe.wait_for(
+            lambda d: d.truth_t[-1] > t_active + 1.0 and sum(t > t_active for t in d.truth_t[-40:]) > 20,
+            60.0,
+        )
         stamps = np.array(probe.data.truth_t)
         # the 1 Hz diagnostics go out in the loop's slack: wait for one from after the last sample (its
         # counters then cover every sample of the window; tick k is at k * 2 ms of simulated time)
