@@ -875,10 +875,13 @@ class RobotDriverNode(QuietNode):
         try:
             self._run_loop()
         except Exception as exc:
+            if not rclpy.ok(context=self.context):
+                # SIGINT shut the context down while a tick was publishing ("publisher's context is
+                # invalid"): a normal shutdown, not a failure of the loop
+                return
             self.exit_code = 1
-            if rclpy.ok(context=self.context):
-                self.get_logger().fatal(f"real-time loop died: {exc!r}")
-                self.context.try_shutdown()
+            self.get_logger().fatal(f"real-time loop died: {exc!r}")
+            self.context.try_shutdown()
 
     def _wait_for_subscribers(self) -> None:
         """Lockstep: hold simulated time at 0 until the expected observers/controllers are connected."""
