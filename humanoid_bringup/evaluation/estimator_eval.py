@@ -286,7 +286,7 @@ def body_weight(config: Any) -> float:
     return float(model.body_subtreemass[1] * 9.81)
 
 
-_DIAG_KEYS = ("updates", "imu_dropped", "imu_gaps", "joint_states_dropped", "gyro_bias")
+_DIAG_KEYS = ("updates", "imu_dropped", "imu_gaps", "imu_samples_missed", "joint_states_dropped", "gyro_bias")
 
 
 def _slip_ticks(diag: dict[str, str]) -> list[int]:
