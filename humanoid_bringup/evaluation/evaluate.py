@@ -334,6 +334,8 @@ def run_locomotion(
             time.sleep(0.02)
         sim_wall = time.monotonic() - sim_wall0
         diag = probe.last_diagnostics()
+        with probe.lock:  # the loop's overruns second by second (realtime: where in the run they fell)
+            per_s = [int(d["overruns_last_s"]) for d in probe.data.diagnostics if "overruns_last_s" in d]
     finally:
         close_graph(probe, graph)
 
@@ -390,6 +392,7 @@ def run_locomotion(
         "driver_max_command_gap_ticks": int(diag.get("max_command_gap_ticks", "0") or 0),
         "driver_overruns": int(diag.get("overruns", "0") or 0),
         "driver_overruns_pct": float(diag.get("overruns_pct", "0") or 0),
+        "driver_overruns_per_s": per_s,
         "driver_lateness_us_p99": float(diag.get("lateness_us_p99", "0") or 0),
         "driver_watchdog_trips": int(diag.get("watchdog_trips", "0") or 0),
         "in_loop": in_loop,
