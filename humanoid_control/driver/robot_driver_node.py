@@ -416,12 +416,14 @@ class RobotDriverNode(QuietNode):
             self._publish_mirror,
             self._publish_estimate,
         )
-        self._tooling_costs = [2e-4] * (len(self._tick_streams) + 2)  # per stream: decaying peak (s)
+        # per stream, then the ground truth, the diagnostics and the switch records: decaying peak cost (s)
+        self._tooling_costs = [2e-4] * (len(self._tick_streams) + 3)
         self.tooling_published = 0  # publishing ticks whose streams all went out
         self.tooling_deferred = 0  # ticks whose slack could not hold the next stream
         self.tooling_superseded = 0  # publishing ticks whose streams did not all go out before the next one
         self.tooling_truth_dropped = 0  # ground-truth samples the slack could not hold
         self._diag_due = False  # realtime, a controller in the loop: the 1 Hz diagnostics wait for slack
+        self._switches_pending: list[Any] = []  # ~/switch records waiting for the slack, likewise
         self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
         self._state_keys: collections.deque[int] = collections.deque()
         self._last_applied_key = -(2**62)
@@ -1030,8 +1032,11 @@ class RobotDriverNode(QuietNode):
                 if self._tooling_pending is not None:
                     self.tooling_superseded += 1
                 self._tooling_pending = (state, 0)
-            for rec in switches:
-                self._publish_switch(rec)
+            if tooling:  # realtime, a controller in the loop: in the slack (a JSON message and a log line)
+                self._switches_pending.extend(switches)
+            else:
+                for rec in switches:
+                    self._publish_switch(rec)
             if push is not None:
                 self._publish_push(push.force, state.stamp)
                 self._push_end_tick = self.core.tick + round(push.duration / self.period) - 1
@@ -1048,13 +1053,17 @@ class RobotDriverNode(QuietNode):
                 self.stats.roll()
                 last_roll = now
             if now - last_diag >= 1.0 or mode != self._last_mode:
-                if tooling and mode == self._last_mode:
-                    self._diag_due = True  # in the slack (below), like the tooling streams
+                if tooling:
+                    # in the slack (below), like the tooling streams; a mode change too (the mode topic went
+                    # out above): publishing the three nodes' diagnostics in the tick cost up to 2.3 ms
+                    self._diag_due = True
                 else:
                     self._publish_all_diagnostics()
                 last_diag = now
             self._last_mode = mode
             if self.sim_duration > 0 and self.backend_time() >= self.sim_duration:
+                while self._switches_pending:
+                    self._publish_switch(self._switches_pending.pop(0))
                 self._publish_all_diagnostics()
                 self.get_logger().info(f"sim_duration_s reached ({self.sim_duration} s): stopping")
                 self.context.try_shutdown()
@@ -1063,7 +1072,7 @@ class RobotDriverNode(QuietNode):
                 next_deadline += self.period
                 # the simulator's state after this step is the next tick's: its ground truth, if it publishes
                 truth_due = tooling and self.core.tick % self.publish_every == 0
-                if self._tooling_pending is not None or truth_due or self._diag_due:
+                if self._tooling_pending is not None or truth_due or self._diag_due or self._switches_pending:
                     self._publish_in_slack(next_deadline, truth_due)
                 done = time.perf_counter()
                 if done > next_deadline:
@@ -1084,7 +1093,8 @@ class RobotDriverNode(QuietNode):
         tick supersedes them (``tooling_superseded``). ``truth_due``: the next tick publishes, and the
         simulator's state after this tick's step is its state: the ground truth and contact wrenches go out
         now, stamped with its time, if the slack holds them (else that sample is dropped:
-        ``tooling_truth_dropped``). Then the 1 Hz diagnostics, when due and the slack holds them."""
+        ``tooling_truth_dropped``). Then the diagnostics (1 Hz and on a mode change) and the ``~/switch``
+        records, when due and the slack holds them."""
         streams = self._tick_streams
         if self._tooling_pending is not None:
             state, i = self._tooling_pending
@@ -1107,6 +1117,9 @@ class RobotDriverNode(QuietNode):
                 self.tooling_truth_dropped += 1
         if self._diag_due and self._fits(deadline, diag):  # else a later tick's slack
             self._timed(diag, lambda _arg: self._publish_all_diagnostics(), None)
+        switch = diag + 1
+        while self._switches_pending and self._fits(deadline, switch):
+            self._timed(switch, self._publish_switch, self._switches_pending.pop(0))
 
     def _timed(self, stream: int, publish: Any, arg: Any) -> None:
         """``publish(arg)``; its duration updates the decaying peak cost of tooling ``stream``. One sample
