@@ -252,7 +252,9 @@ class PolicyRunnerNode(QuietNode):
         from rclpy.clock import Clock, ClockType
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(0.2, self._request_gains, clock=steady)
+        # cancelled once the driver took the gains, restarted by ~/start: in the driver's loop every wake of
+        # the executor thread takes the GIL from the loop thread
+        self._gains_timer = self.create_timer(0.2, self._request_gains, clock=steady)
         if self.lockstep:
             self.create_timer(0.05, self._expire_pending, clock=steady)
         # joins the driver's lockstep once the driver took the policy's gains: from then on every tick is
@@ -306,7 +308,10 @@ class PolicyRunnerNode(QuietNode):
         return req
 
     def _request_gains(self) -> None:
-        if self.runner.gains_ready or self._gain_request is not None:
+        if self.runner.gains_ready:
+            self._gains_timer.cancel()
+            return
+        if self._gain_request is not None:
             return
         if self.in_loop_gains is not None:
             self._set_gains_now()
@@ -530,6 +535,7 @@ class PolicyRunnerNode(QuietNode):
         ):
             # switched by the mode manager: another controller may have changed the driver's gains since
             self.runner.gains_ready = False
+            self._gains_timer.reset()
             if self._caller is not None:
                 why = self._set_gains_now()
                 if why is not None:
