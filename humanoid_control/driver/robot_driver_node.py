@@ -53,6 +53,7 @@ import math
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,7 @@ CLOCK_MODES = ("lockstep", "realtime")
 
 #: specific force of a resting IMU (m/s^2): the in-loop estimator's input where a backend measures none
 _GRAVITY_SPECIFIC_FORCE = np.array([0.0, 0.0, 9.81])
+_DIAG_STAGES = 3  # of each diagnostics published from the loop's slack: values, message, publication
 
 
 class RobotDriverNode(QuietNode):
@@ -416,16 +418,19 @@ class RobotDriverNode(QuietNode):
             self._publish_mirror,
             self._publish_estimate,
         )
-        # per stream, then the ground truth, the diagnostics of the driver, of the in-loop controller and of
-        # the in-loop estimator, and the switch records: decaying peak cost (s)
-        self._tooling_costs = [2e-4] * (len(self._tick_streams) + 5)
+        # per stream, then the ground truth, the three stages (values, message, publication) of the
+        # diagnostics of the driver, of the in-loop controller and of the in-loop estimator, and the switch
+        # records: decaying peak cost (s)
+        self._tooling_costs = [2e-4] * (len(self._tick_streams) + 1 + 3 * _DIAG_STAGES + 1)
         self.tooling_published = 0  # publishing ticks whose streams all went out
         self.tooling_deferred = 0  # ticks whose slack could not hold the next stream
         self.tooling_superseded = 0  # publishing ticks whose streams did not all go out before the next one
         self.tooling_truth_dropped = 0  # ground-truth samples the slack could not hold
         # realtime, a controller in the loop: the diagnostics (driver, in-loop controller, in-loop estimator)
-        # not yet published, each waiting for a slack that holds it
+        # not yet published, each stage of each waiting for a slack that holds it
         self._diag_pending: list[int] = []
+        self._diag_stages: Iterator[None] | None = None  # the stages of the one in progress
+        self._diag_stage = 0
         self._switches_pending: list[Any] = []  # ~/switch records waiting for the slack, likewise
         self._state_out: dict[int, float] = {}  # state stamp (ns) -> perf_counter when it went out
         self._state_keys: collections.deque[int] = collections.deque()
@@ -1059,7 +1064,8 @@ class RobotDriverNode(QuietNode):
                 if tooling:
                     # in the slack (below), like the tooling streams; a mode change too (the mode topic went
                     # out above): publishing the three nodes' diagnostics in the tick cost up to 2.3 ms
-                    self._diag_pending = [0, 1, 2]
+                    if not self._diag_pending:  # (else the last second's are still going out)
+                        self._diag_pending = [0, 1, 2]
                 else:
                     self._publish_all_diagnostics()
                 last_diag = now
@@ -1119,12 +1125,18 @@ class RobotDriverNode(QuietNode):
                 self._timed(truth, self._publish_truth, None)  # None: stamped with the simulator's time
             else:
                 self.tooling_truth_dropped += 1
-        # the three diagnostics in turn, each when the slack holds it (else a later tick's slack): together
-        # they cost more than a tick's slack with the WBC in the loop (measured 1.5-1.9 ms)
-        while self._diag_pending and self._fits(deadline, diag + self._diag_pending[0]):
-            part = self._diag_pending.pop(0)
-            self._timed(diag + part, self._publish_diagnostics_part, part)
-        switch = diag + 3
+        # the three diagnostics in turn, stage by stage, each stage when the slack holds it (else a later
+        # tick's slack): together they cost more than a tick's slack with the WBC in the loop (measured
+        # 1.5-1.9 ms; the driver's and the WBC node's alone 0.6-0.9 ms each)
+        while self._diag_pending:
+            part = self._diag_pending[0]
+            if self._diag_stages is None:
+                self._diag_stages, self._diag_stage = self._diagnostics_part(part), 0
+            stage = diag + _DIAG_STAGES * part + min(self._diag_stage, _DIAG_STAGES - 1)
+            if not self._fits(deadline, stage):
+                break
+            self._timed(stage, self._next_diagnostics_stage, None)
+        switch = diag + 3 * _DIAG_STAGES
         while self._switches_pending and self._fits(deadline, switch):
             self._timed(switch, self._publish_switch, self._switches_pending.pop(0))
 
@@ -1160,17 +1172,34 @@ class RobotDriverNode(QuietNode):
 
     def _publish_all_diagnostics(self) -> None:
         """``/diagnostics`` of the driver and of the nodes in its loop (in-loop controller, estimator)."""
-        self._diag_pending = []
+        self._diag_pending, self._diag_stages = [], None
         for part in range(3):
-            self._publish_diagnostics_part(part)
+            for _ in self._diagnostics_part(part):
+                pass
 
-    def _publish_diagnostics_part(self, part: int) -> None:
-        """One of the diagnostics published from the loop: the driver's (0), the in-loop controller's (1), the
-        in-loop estimator's (2; each only where there is one)."""
+    def _next_diagnostics_stage(self, _arg: Any = None) -> None:
+        """Loop thread, in the slack: the next stage of the diagnostics in progress."""
+        assert self._diag_stages is not None
+        try:
+            next(self._diag_stages)
+            self._diag_stage += 1
+        except StopIteration:
+            self._diag_pending.pop(0)
+            self._diag_stages = None
+
+    def _diagnostics_part(self, part: int) -> Iterator[None]:
+        """The stages of one of the diagnostics published from the loop (each ``next`` runs one): the
+        driver's (0), the in-loop controller's (1), the in-loop estimator's (2; each only where there is one,
+        in stages where the node offers ``in_loop_diagnostics_stages``, else in one)."""
         if part == 0:
-            self._publish_diagnostics()
+            yield from self._diagnostics_stages()
             return
-        publish = getattr(self.in_loop if part == 1 else self.in_loop_estimator, "in_loop_diagnostics", None)
+        node = self.in_loop if part == 1 else self.in_loop_estimator
+        stages = getattr(node, "in_loop_diagnostics_stages", None)
+        if stages is not None:
+            yield from stages()
+            return
+        publish = getattr(node, "in_loop_diagnostics", None)
         if publish is not None:
             publish()
 
@@ -1412,6 +1441,12 @@ class RobotDriverNode(QuietNode):
             self.get_logger().info(f"mode -> {mode.value} ({reason})")
 
     def _publish_diagnostics(self) -> None:
+        for _ in self._diagnostics_stages():
+            pass
+
+    def _diagnostics_stages(self) -> Iterator[None]:
+        """The driver's ``/diagnostics`` in three stages (each ``next`` runs one): its values, the message,
+        the publication."""
         with self.lock:
             core = self.core
             c = core.counters
@@ -1456,6 +1491,7 @@ class RobotDriverNode(QuietNode):
         backend_diag = getattr(self.backend, "diagnostics", None)
         if backend_diag is not None:
             values.update({f"hw_{k}": v for k, v in backend_diag().items()})
+        yield
         status = DiagnosticStatus(
             name="robot_driver: loop", hardware_id=f"{self.config.name}/{self.hardware}"
         )
@@ -1490,6 +1526,7 @@ class RobotDriverNode(QuietNode):
             statuses.append(ctl)
         msg = DiagnosticArray(status=statuses)
         msg.header.stamp = to_time_msg(self.backend_time())
+        yield
         self.pub_diag.publish(msg)
 
     def close(self) -> None:

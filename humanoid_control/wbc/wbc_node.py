@@ -44,6 +44,7 @@ import gc
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -437,8 +438,16 @@ class WbcNode(QuietNode):
 
     def in_loop_diagnostics(self) -> None:
         """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
-        if self._diag_t is not None:
-            self._publish_diagnostics(to_time_msg(self._diag_t))
+        for _ in self.in_loop_diagnostics_stages():
+            pass
+
+    def in_loop_diagnostics_stages(self) -> Iterator[None]:
+        """:meth:`in_loop_diagnostics` in three stages, one per ``next`` (the driver runs each in a tick's
+        slack): the values, the message, the publication."""
+        if self._diag_t is None:
+            return
+        stamp = to_time_msg(self._diag_t)
+        yield from self._diagnostics_stages(stamp)
 
     def _estimate(self, state: InLoopState) -> None:
         """The base state of this tick from the estimator in the loop (``estimate_in_loop``); none (it dropped
@@ -565,11 +574,19 @@ class WbcNode(QuietNode):
         return DiagnosticStatus.OK, self.runner.state.value
 
     def _publish_diagnostics(self, stamp: Any) -> None:
+        for _ in self._diagnostics_stages(stamp):
+            pass
+
+    def _diagnostics_stages(self, stamp: Any) -> Iterator[None]:
+        values = self.diagnostic_values()
+        level = self._diagnostic_level()
+        yield
         status = DiagnosticStatus(name=self.get_name(), hardware_id=self.config.name)
-        status.level, status.message = self._diagnostic_level()
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in self.diagnostic_values().items()]
+        status.level, status.message = level
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = stamp
+        yield
         self.pub_diag.publish(msg)
 
     def _publish_markers(self, stamp: Any) -> None:
