@@ -165,37 +165,36 @@ def test_watchdog_enters_damping_within_configured_ticks(graph_log: Path) -> Non
 
 
 def test_estop_latches_until_reset(graph_log: Path) -> None:
+    # the probe is a lockstep peer and calls the e-stop and the reset at held ticks: the robot sags in damping
+    # for 0.1 s of simulated time in every run. A driver running free between the calls (no controller pacing
+    # it) sagged for a wall-clock-dependent time, and a robot left in damping for more than about 0.25 s tips
+    # over when the reset ramp stands it up (measured in-process: 0.2 s recovers, 0.3 s falls)
     controller = HoldController()
     controller.enabled = False
-    probe = GraphProbe(controller=controller, subscribe_description=False)
-    graph = LaunchedGraph({"clock": "lockstep"}, graph_log).start()
+    probe = GraphProbe(controller=controller, subscribe_description=False, lockstep_peer=True)
+    graph = LaunchedGraph({"clock": "lockstep", "start_paused": "true"}, graph_log).start()
     try:
-        assert probe.wait_for(lambda d: bool(d.modes) and d.modes[-1] == "hold", 90), _fail(graph, "no hold")
+        probe.start_graph(running=graph.running, hold_at=2.5)
+        t_estop = probe.run_until(2.5)
+        assert probe.data.modes[-1] == "hold", _fail(graph, f"modes {probe.data.modes}")
         ok, message = probe.call_trigger("/robot_driver/estop")
         assert ok and "reset" in message
-        assert probe.wait_for(lambda d: d.modes[-1] == "damping", 10)
         # a controller keeps commanding (and, in lockstep, pacing the simulation): the e-stop holds regardless
         controller.enabled = True
-        t_estop = probe.sim_time()
-        assert probe.wait_for(lambda d: d.joint_t[-1] >= t_estop + 0.1, 30)  # 50 ticks of ignored commands
-        assert probe.data.modes[-1] == "damping"
+        t_reset = probe.run_until(t_estop + 0.1)  # 50 ticks of ignored commands
+        assert probe.data.modes[-1] == "damping", probe.data.modes
         ok, message = probe.call_trigger("/robot_driver/reset")
         assert ok, message
-        # reset leaves damping through the ramp from the sagged pose back to the default pose; then the
+        # reset leaves damping through the ramp (2 s) from the sagged pose back to the default pose; then the
         # controller's commands are accepted again
-        assert probe.wait_for(lambda d: "ramp" in d.modes[d.modes.index("damping") :], 10), probe.data.modes
-        assert probe.wait_for(lambda d: d.modes[-1] == "active", 60), _fail(
-            graph, f"modes {probe.data.modes}"
-        )
+        probe.run_until(t_reset + 3.0)
+        assert probe.data.modes[-1] == "active", _fail(graph, f"modes {probe.data.modes}")
         after = probe.data.modes[probe.data.modes.index("damping") :]
         assert after[:3] == ["damping", "ramp", "hold"], after  # no command got through while latched
-        assert probe.wait_for(
-            lambda d: (
-                bool(d.diagnostics)
-                and int(d.diagnostics[-1]["estops"]) == 1
-                and int(d.diagnostics[-1]["commands_ignored"]) > 0
-            ),
-            10,
-        )
+        probe.run_until(t_reset + 4.1)  # the next 1 Hz diagnostics
+        diag = probe.last_diagnostics()
+        assert int(diag["estops"]) == 1 and int(diag["commands_ignored"]) > 0, diag
+        assert int(diag["faults"]) == 0, diag  # no fall after the reset
+        probe.release()
     finally:
         close_graph(probe, graph)
