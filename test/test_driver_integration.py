@@ -191,8 +191,9 @@ def test_estop_latches_until_reset(graph_log: Path) -> None:
         assert probe.data.modes[-1] == "active", _fail(graph, f"modes {probe.data.modes}")
         after = probe.data.modes[probe.data.modes.index("damping") :]
         assert after[:3] == ["damping", "ramp", "hold"], after  # no command got through while latched
-        probe.run_until(t_reset + 4.1)  # the next 1 Hz diagnostics
-        diag = probe.last_diagnostics()
+        t_diag = math.floor(t_reset + 3.0) + 1.0  # the next whole second: lockstep diagnostics go out then
+        probe.run_until(t_diag)
+        diag = probe.diagnostics_at(t_diag)
         assert int(diag["estops"]) == 1 and int(diag["commands_ignored"]) > 0, diag
         assert int(diag["faults"]) == 0, diag  # no fall after the reset
         probe.release()

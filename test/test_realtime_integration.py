@@ -73,7 +73,7 @@ def _lockstep_policy_run(out: Path) -> tuple[GraphProbe, dict[float, tuple[float
     try:
         probe.start_graph(peers=(), running=graph.running)  # the policy is no peer: the driver calls it
         probe.run_until(3.5)
-        diag = probe.last_diagnostics()
+        diag = probe.diagnostics_at(3.0)
     finally:
         close_graph(probe, graph)
     assert t0, f"the policy never ran (runner states {runner}); see {out / 'graph.log'}"
@@ -230,8 +230,10 @@ def test_in_loop_wbc_lockstep_stands(tmp_path: Path) -> None:
     ).start()
     try:
         probe.start_graph(peers=(), running=graph.running)
-        probe.run_until(3.5)
-        diag = probe.last_diagnostics()
+        # held at t = 4 s: the diagnostics of that second (lockstep: on every whole second of simulated
+        # time; the latest received at a held tick had been from any earlier second, by the machine's speed)
+        probe.run_until(4.0)
+        diag = probe.diagnostics_at(4.0)
     finally:
         close_graph(probe, graph)
     assert diag["in_loop_controller"] == "wbc" and int(diag["controller_steps"]) > 1500

@@ -167,6 +167,7 @@ class Recorded:
     contact_fz: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     modes: list[str] = field(default_factory=list)
     diagnostics: list[dict[str, str]] = field(default_factory=list)
+    diagnostics_t: list[float] = field(default_factory=list)  # their stamps (s, the driver's clock)
     robot_description: str | None = None
 
 
@@ -515,10 +516,12 @@ class GraphProbe:
             self.data.contact_fz[side].append((t, msg.wrench.force.z))
 
     def _on_diag(self, msg: Any) -> None:
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         for status in msg.status:
             if status.name.startswith("robot_driver"):
                 with self.lock:
                     self.data.diagnostics.append({kv.key: kv.value for kv in status.values})
+                    self.data.diagnostics_t.append(t)
 
     def _on_mode(self, msg: Any) -> None:
         with self.lock:
@@ -549,6 +552,24 @@ class GraphProbe:
         """Key-values of the latest driver diagnostics."""
         with self.lock:
             return dict(self.data.diagnostics[-1]) if self.data.diagnostics else {}
+
+    def diagnostics_at(self, t: float, timeout: float = 10.0) -> dict[str, str]:
+        """Key-values of the first driver diagnostics stamped at or after ``t`` (s, simulated time), waited
+        for up to ``timeout`` wall seconds. In lockstep the driver publishes them on every whole second of
+        simulated time (and on a mode change), before the state of that tick: a peer held at a tick stamped
+        >= ``t`` gets the same diagnostics in every run."""
+        found: dict[str, str] = {}
+
+        def seen(d: Recorded) -> bool:
+            for stamp, values in zip(d.diagnostics_t, d.diagnostics, strict=True):
+                if stamp >= t - 1e-7:
+                    found.update(values)
+                    return True
+            return False
+
+        if not self.wait_for(seen, timeout):
+            raise TimeoutError(f"no driver diagnostics stamped >= {t:.3f} s within {timeout:g} s")
+        return dict(found)
 
     def base_heights(self) -> tuple[np.ndarray, np.ndarray]:
         """(t, z) of the base from ``/sim/ground_truth``."""

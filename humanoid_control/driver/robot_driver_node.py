@@ -934,6 +934,7 @@ class RobotDriverNode(QuietNode):
         tooling = in_loop is not None and realtime  # the tooling streams go out in the loop's slack
         next_deadline = time.perf_counter()
         last_diag = 0.0
+        last_second = math.floor(self.backend_time() + 1e-9)  # lockstep: of simulated time (s)
         last_roll = time.perf_counter()
         while self._running and rclpy.ok(context=self.context):
             if self.paused:
@@ -1060,7 +1061,14 @@ class RobotDriverNode(QuietNode):
             if now - last_roll >= 1.0:
                 self.stats.roll()
                 last_roll = now
-            if now - last_diag >= 1.0 or mode != self._last_mode:
+            # diagnostics at 1 Hz: of wall time in realtime; in lockstep on every whole second of simulated
+            # time (the same ticks in every run, whatever the machine's speed), before that tick's state
+            if realtime:
+                diag_due = now - last_diag >= 1.0
+            else:
+                second = math.floor(self.backend_time() + 1e-9)
+                diag_due, last_second = second != last_second, second
+            if diag_due or mode != self._last_mode:
                 if tooling:
                     # in the slack (below), like the tooling streams; a mode change too (the mode topic went
                     # out above): publishing the three nodes' diagnostics in the tick cost up to 2.3 ms
