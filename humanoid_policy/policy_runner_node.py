@@ -331,10 +331,7 @@ class PolicyRunnerNode(QuietNode):
             self.get_logger().info(f"driver uses the policy's PD gains ({self.driver}/command_kp, kd)")
             return None
         assert self._caller is not None
-        end = time.monotonic() + timeout
-        while not self._caller.ready("gains") and time.monotonic() < end:
-            time.sleep(0.01)
-        result = self._caller.request("gains", self._gains_msg(), max(0.1, end - time.monotonic()))
+        result = self._caller.request_when_ready("gains", self._gains_msg(), timeout)
         if isinstance(result, str):
             return result
         if not result.result.successful:

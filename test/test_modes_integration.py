@@ -619,11 +619,15 @@ def test_walk_with_the_walking_controller_and_back_to_stand(tmp_path: Path) -> N
         # /mode_manager/walk (the service) from the driver's hold; the e-stop stops the walking controller
         ok, msg = op.call("walk")
         assert ok and msg == "walk: walking (the walking controller follows /cmd_vel)", msg
-        op.probe.run_until(t_stand + 2.4)
+        # the walking controller sets the driver's gains (an asynchronous parameter call, wall time) before
+        # its first command: held ticks 0.1 s apart until the driver runs its commands, within 1 s
+        t = op.probe.run_until(t_stand + 2.2)
+        while op.driver_mode() != "active" and t < t_stand + 3.2:
+            t = op.probe.run_until(t + 0.1)
         st = op.wait_state("walking again", lambda s: s["mode"] == "walk" and s["walk_state"] == "run")
         assert op.driver_mode() == "active", st
         assert op.call("estop")[0]
-        op.probe.run_until(t_stand + 2.5)
+        op.probe.run_until(t + 0.1)
         st = op.wait_state("damp, walking controller idle", lambda s: s["mode"] == "damp")
         st = op.wait_state("walking controller idle", lambda s: s["walk_state"] == "idle")
         assert op.driver_mode() == "damping" and st["counts"]["estops"] == 1, st

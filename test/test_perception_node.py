@@ -210,13 +210,17 @@ def test_marker_pose_in_odom_and_bad_frames_give_errors_without_a_crash(
     image(2.0)
     assert _wait(h, 7)[6]["status"] == "ok"
     keys = ("errors_camera_info", "errors_encoding", "errors_size", "errors_corrupt", "errors_state")
-    end = time.monotonic() + 5.0
+    end = time.monotonic() + 10.0
     errs: list[Any] = []
-    while time.monotonic() < end and not errs:  # the 1 Hz diagnostics (ERROR for 2 s after an error)
+    while time.monotonic() < end and not errs:  # the 1 Hz diagnostics
         with h["lock"]:
-            errs = [d for d in h["diags"] if d[0] == 2 and all(int(d[2][k]) >= 1 for k in keys)]
+            errs = [d for d in h["diags"] if all(int(d[2].get(k, 0)) >= 1 for k in keys)]
         time.sleep(0.05)
-    assert errs, f"no ERROR diagnostics from perception_node counting every error: {h['diags'][-1:]}"
+    assert errs, f"no diagnostics from perception_node counting every error: {h['diags'][-1:]}"
+    # ERROR for 2 s (wall time) after an error: the 1 Hz report after one of them says so (on a loaded
+    # machine the report after the last error may come later than that)
+    with h["lock"]:
+        assert any(d[0] == 2 for d in h["diags"]), h["diags"]
     values = errs[-1][2]
     for key in ("frame_rate_hz", "detection_latency_ms_median", "dropped_frames"):
         assert key in values

@@ -116,7 +116,9 @@ def _wbc_push_run(out: Path) -> tuple[GraphProbe, Recorder]:
     g.record_odom = True
     try:
         g.start()
-        t_push = g.run_to(g.now() + 0.5)
+        # a fixed simulated time: start() returns at the tick the driver's (unstamped) mode was seen active
+        assert g.now() < 3.0, g.now()
+        t_push = g.run_to(3.0)
         g.set_push((60.0, 0.0, 0.0), 0.1)
         ok, msg = g.probe.call_trigger("/robot_driver/push")
         assert ok, msg

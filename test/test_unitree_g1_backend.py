@@ -118,12 +118,14 @@ def test_stand_crc_and_sport_mode(rig: tuple[G1Emulator, UnitreeG1Backend]) -> N
 def test_lowstate_lost_damping_on_the_wire(rig: tuple[G1Emulator, UnitreeG1Backend]) -> None:
     emu, backend = rig
     config = backend.config
-    backend.state_timeout = 0.05  # wall time waited for each LowState before counting it lost
     core = DriverCore(config, DriverSettings(ramp_duration=0.1))
     state = _run(backend, core, 60)
     assert core.mode == DriverMode.HOLD and backend.link_fault is None
     # the LowState answering the last LowCmd has arrived: the next read consumes it, then the stream stops
     assert _wait(lambda: backend._state_tick == emu.tick_ms == 2 * backend.counters["lowcmd_sent"])
+    # wall time waited for each LowState before counting it lost: short from here on (set after the stand, so
+    # a loaded machine's late LowStates during it cannot fault the link)
+    backend.state_timeout = 0.05
     emu.pause_lowstate(True)
     try:
         tripped = None

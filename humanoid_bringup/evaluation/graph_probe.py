@@ -186,6 +186,10 @@ class GraphProbe:
             and :meth:`run_until` holds the simulation at a chosen tick (for service calls at exact ticks).
         on_tick: called with each ``/joint_states`` message before the tick is acknowledged (e.g. to publish
             the ``/cmd_vel`` of a command script for that tick).
+        hold_timeout: (s of wall time, lockstep peer) set as the driver's ``lockstep_peer_timeout_s`` by
+            :meth:`start_graph`: a tick held by :meth:`run_until` while services are called (each call may
+            wait 10 s on a loaded machine) must not get this probe dropped (the driver's default, 5 s, is
+            for a peer that died). A probe dropped anyway makes :meth:`run_until` raise.
         ack_period: (s, lockstep peer) the probe's outputs (``on_tick``'s and ``controller``'s messages) come
             only at ticks stamped on this grid of simulated time (multiples of it); between two grid ticks it
             sends nothing the graph reads. The probe then acknowledges a grid tick together with the ticks
@@ -215,6 +219,7 @@ class GraphProbe:
         on_tick: Callable[[Any], None] | None = None,
         setup: Callable[[Any], None] | None = None,
         ack_period: float = 0.0,
+        hold_timeout: float = 60.0,
     ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -237,6 +242,9 @@ class GraphProbe:
         if not (math.isfinite(ack_period) and ack_period >= 0.0):
             raise ValueError(f"ack_period must be >= 0 s, got {ack_period}")
         self.ack_period = ack_period
+        if not (math.isfinite(hold_timeout) and 0.01 <= hold_timeout <= 120.0):
+            raise ValueError(f"hold_timeout must be in 0.01-120 s, got {hold_timeout}")
+        self.hold_timeout = hold_timeout
         self.name = self.node.get_name()
         self._tick_cond = threading.Condition(self.lock)
         self._per_tick: dict[str, float] = {}  # per-tick subscription -> latest stamp seen (s)
@@ -428,6 +436,12 @@ class GraphProbe:
             return bool(st) and expected <= listed
 
         wait(lambda: f"lockstep peers {sorted(expected)} (driver: {self.lockstep_status})", joined)
+        if self.lockstep_peer:
+            from rclpy.parameter import Parameter
+
+            self.set_driver_parameters(
+                [Parameter("lockstep_peer_timeout_s", Parameter.Type.DOUBLE, self.hold_timeout)]
+            )
         if hold_at is not None:
             assert self.lockstep_peer, "hold_at needs lockstep_peer=True"
             with self._tick_cond:
@@ -435,6 +449,28 @@ class GraphProbe:
         ok, msg = self.call_set_pause(False)
         if not ok:
             raise RuntimeError(f"unpause refused: {msg}")
+
+    def set_driver_parameters(self, params: list[Any], timeout: float = 10.0) -> None:
+        """Set driver parameters (``rclpy.parameter.Parameter``) in one atomic call. ``TimeoutError`` if the
+        service is missing or does not answer within ``timeout`` wall seconds, ``RuntimeError`` if refused."""
+        from rcl_interfaces.srv import SetParametersAtomically
+
+        client = self.node.create_client(SetParametersAtomically, "/robot_driver/set_parameters_atomically")
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError("driver parameters service unavailable")
+            req = SetParametersAtomically.Request()
+            req.parameters = [p.to_parameter_msg() for p in params]
+            future = client.call_async(req)
+            end = time.monotonic() + timeout
+            while not future.done() and time.monotonic() < end:
+                time.sleep(0.002)
+            if not future.done():
+                raise TimeoutError(f"driver parameters: no answer within {timeout:g} s")
+            if not future.result().result.successful:
+                raise RuntimeError(f"driver refused the parameters: {future.result()}")
+        finally:
+            self.node.destroy_client(client)
 
     def call_set_pause(self, paused: bool, timeout: float = 10.0) -> tuple[bool, str]:
         """``/robot_driver/set_pause``; (success, message)."""
@@ -460,6 +496,11 @@ class GraphProbe:
         end = time.monotonic() + timeout
         with self._tick_cond:
             while True:
+                if self.name in self.lockstep_status.get("dropped", []):
+                    raise RuntimeError(
+                        f"the driver dropped lockstep peer {self.name} (a tick held over its "
+                        f"lockstep_peer_timeout_s): time ran on without it, the run is not reproducible"
+                    )
                 if self._held is not None:
                     others = [p for p in self.lockstep_status.get("peers", []) if p != self.name]
                     if all(self.peer_acks.get(p, -math.inf) >= self._held_t - 1e-7 for p in others):

@@ -318,24 +318,7 @@ class WbcGraph:
                 self.parameter_retries += 1
 
     def _set_driver_parameters_once(self, params: list[Any]) -> None:
-        from rcl_interfaces.srv import SetParametersAtomically
-
-        node = self.probe.node
-        client = node.create_client(SetParametersAtomically, "/robot_driver/set_parameters_atomically")
-        if not client.wait_for_service(timeout_sec=10.0):
-            node.destroy_client(client)
-            raise TimeoutError("driver parameters service unavailable")
-        req = SetParametersAtomically.Request()
-        req.parameters = [p.to_parameter_msg() for p in params]
-        future = client.call_async(req)
-        end = time.monotonic() + 10.0
-        while not future.done() and time.monotonic() < end:
-            time.sleep(0.002)
-        node.destroy_client(client)
-        if not future.done():
-            raise TimeoutError("driver parameters: no answer within 10 s")
-        if not future.result().result.successful:
-            raise RuntimeError(f"driver refused the parameters: {future.result()}")
+        self.probe.set_driver_parameters(params)
 
     def respawn_and_take_over(self, timeout: float = 60.0, attempts: int = 3) -> float:
         """Respawn, reset the estimator during the driver's settle ramp, wait until the WBC has the robot;

@@ -734,6 +734,8 @@ class RobotDriverNode(QuietNode):
                     self.settings.watchdog_ticks = int(p.value)
                 elif p.name == "lockstep_timeout_s":
                     self.lockstep_timeout = float(p.value)
+                elif p.name == "lockstep_peer_timeout_s":
+                    self.peer_timeout = float(p.value)
                 elif p.name == "switch_max_step":
                     self.settings.switch_max_step = float(p.value)
                 elif p.name == "fall_tilt_deg":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Any
 
 from std_srvs.srv import Trigger
@@ -71,6 +72,14 @@ class ServiceCaller:
         if result is None:
             return f"{client.srv_name} did not answer"
         return result
+
+    def request_when_ready(self, key: str, request: Any, timeout: float) -> Any:
+        """:meth:`request`, first waiting for the service to be discovered; ``timeout`` (s of wall time)
+        covers both."""
+        end = time.monotonic() + timeout
+        while not self.ready(key) and time.monotonic() < end:
+            time.sleep(0.01)
+        return self.request(key, request, max(0.1, end - time.monotonic()))
 
     def call_async(self, key: str) -> None:
         """Call without waiting for the answer (when the service is there)."""

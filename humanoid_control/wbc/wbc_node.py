@@ -40,6 +40,7 @@ peer, no markers; the commands are mirrored on ``~/joint_commands``.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
@@ -64,6 +65,7 @@ from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
+from humanoid_control.ros.service_caller import ServiceCaller
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.controller import StandingController
@@ -210,6 +212,17 @@ class WbcNode(QuietNode):
         )
         self.estop_client = self.create_client(Trigger, f"{self.driver}/estop")
         self._gain_request: Any = None
+        # started by the mode manager (no autostart): ~/start sets the driver's gains before it answers, so
+        # the start takes effect at the same tick in every lockstep run (the caller holds the clock)
+        self._caller = (
+            None
+            if self.autostart or in_loop
+            else ServiceCaller(
+                self.context,
+                f"{self.get_name()}_calls",
+                {"gains": (SetParametersAtomically, f"{self.driver}/set_parameters_atomically")},
+            )
+        )
         from rclpy.clock import Clock, ClockType
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -243,6 +256,9 @@ class WbcNode(QuietNode):
     def close(self) -> None:
         """Leave the driver's lockstep."""
         self.peer.leave()
+        if self._caller is not None:
+            with contextlib.suppress(Exception):
+                self._caller.close()
 
     # ------------------------------------------------------------------ gains
     def _request_gains(self) -> None:
@@ -251,17 +267,35 @@ class WbcNode(QuietNode):
             return
         if self._gain_request is not None or not self.param_client.service_is_ready():
             return
+        self._gain_request = self.param_client.call_async(self._gains_msg())
+        self._gain_request.add_done_callback(self._on_gains_set)
+
+    def _gains_msg(self) -> Any:
+        """The driver's parameters for this node's commands: its gain profile (and, switched by the mode
+        manager, another controller's explicit gains cleared)."""
         req = SetParametersAtomically.Request()
         req.parameters = [
             Parameter("gain_profile", Parameter.Type.STRING, self.gain_profile).to_parameter_msg()
         ]
-        if not self.autostart:  # switched by the mode manager: clear another controller's explicit gains
+        if not self.autostart:
             req.parameters += [
                 Parameter(name, Parameter.Type.DOUBLE_ARRAY, []).to_parameter_msg()
                 for name in ("command_kp", "command_kd")
             ]
-        self._gain_request = self.param_client.call_async(req)
-        self._gain_request.add_done_callback(self._on_gains_set)
+        return req
+
+    def _set_gains_now(self, timeout: float = 4.0) -> str | None:
+        """Set the driver's gain profile and wait for its answer (wall time, ``timeout`` s, under the mode
+        manager's 5 s for the start); None, or why not."""
+        assert self._caller is not None
+        result = self._caller.request_when_ready("gains", self._gains_msg(), timeout)
+        if isinstance(result, str):
+            return result
+        if not result.result.successful:
+            return f"the driver refused gain profile '{self.gain_profile}': {result.result.reason}"
+        self.runner.gains_ready = True
+        self.get_logger().info(f"driver applies gain profile '{self.gain_profile}' to our commands")
+        return None
 
     def _on_gains_set(self, future: Any) -> None:
         self._gain_request = None
@@ -489,10 +523,20 @@ class WbcNode(QuietNode):
             return resp
         self.runner.reset()
         self.runner.gains_ready = False  # set the driver's gains again before the first command
-        self._gains_timer.reset()
+        if self._caller is not None:
+            why = self._set_gains_now()
+            if why is not None:
+                self._publish_state()
+                resp.success, resp.message = False, f"start: {why}"
+                self.get_logger().error(resp.message)
+                return resp
+            resp.message = "commanding (the driver took the gain profile)"
+        else:
+            self._gains_timer.reset()
+            resp.message = "commanding once the driver took the gain profile"
         self.active = True
         self._publish_state()
-        resp.success, resp.message = True, "commanding once the driver took the gain profile"
+        resp.success = True
         self.get_logger().info("start: " + resp.message)
         return resp
 
