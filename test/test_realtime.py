@@ -213,3 +213,19 @@ def test_driver_refuses_bad_realtime_parameters(param: str, value: str, message:
     )
     assert out.returncode == 2, out.stdout + out.stderr
     assert message in out.stdout + out.stderr
+
+
+def test_bench_baseline_loop_reports_its_work_beside_the_loop() -> None:
+    """``humanoid-bench driver``'s bare-loop baseline: every tick run, and its work's figures (median, p99,
+    max, steps longer than half a period) under the keys the benchmark compares with the graph's."""
+    from humanoid_bringup.evaluation.rt_bench import baseline_loop
+
+    out = baseline_loop("joint_hold", rate=500.0, seconds=0.2)
+    assert out["baseline_ticks"] == 100
+    assert out["baseline_final_mode"] in ("ramp", "hold", "active")
+    assert 0 <= out["baseline_controller_overruns"] <= out["baseline_ticks"]
+    work = (out["baseline_work_us_median"], out["baseline_work_us_p99"], out["baseline_work_us_max"] + 1)
+    assert 0 <= work[0] <= work[1] <= work[2]
+    assert 0.0 <= out["baseline_overruns_pct"] <= 100.0
+    with pytest.raises(ValueError, match="work must be"):
+        baseline_loop("dance", rate=500.0, seconds=0.01)

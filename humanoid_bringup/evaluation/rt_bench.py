@@ -7,18 +7,19 @@ Scenarios (``--scenarios``, default all; ``--seconds`` each, default 60):
 - ``joint_hold``: the joint hold controller in the driver's loop (``in_loop:=true``);
 - ``policy``: the learned policy in the driver's loop, walking the evaluation script (``/cmd_vel`` from this
   process, the script repeated);
-- ``wbc_stand``: the whole-body controller standing in the driver's loop, the estimator in its own process;
-  ``wbc_stand_external`` (not in the default list): the WBC in its own process as well;
+- ``wbc_stand``: the whole-body controller standing in the driver's loop with the state estimator's node
+  beside it; ``wbc_stand_external`` (not in the default list): the WBC and the estimator in processes apart;
 - ``joint_hold_1khz``: ``joint_hold`` at 1 kHz (physics step 1 ms).
 
 Each scenario's ROS run is the launch file's graph in its own processes, measured by the driver's own
 ``/diagnostics`` (whole run): ``overruns_pct``, ``lateness_us_p99`` (wake-up lateness against the absolute
-deadlines), ``lateness_us_max``, ``max_gap_us``, the in-loop controller's ``controller_us_p99``, and for the
-policy and the WBC ``state_to_command_us_p99`` (a state going out -> the command answering it applied by
-the loop). Its baseline (``baseline_overruns_pct``, ``baseline_lateness_us_p99``, ...) is a bare deadline
-loop in a process of its own with the same work per tick and no ROS: MuJoCo step, the driver core, and the
-controller's core (for the WBC, the estimator's core and the QP, as in the loop), with the real-time
-settings the driver was granted.
+deadlines), ``lateness_us_max``, ``max_gap_us``, the in-loop controller's ``controller_us_p99`` and
+``controller_overruns`` (steps longer than half a period), and for the policy and the WBC
+``state_to_command_us_p99`` (a state going out -> the command answering it applied by the loop). Its baseline
+(``baseline_overruns_pct``, ``baseline_lateness_us_p99``, ``baseline_work_us_p99``,
+``baseline_controller_overruns``, ...) is a bare deadline loop in a process of its own with the same work per
+tick and no ROS: MuJoCo step, the driver core, and the controller's core (for the WBC, the estimator's core
+and the QP, as in the loop), with the real-time settings the driver was granted.
 """
 
 from __future__ import annotations
@@ -232,6 +233,8 @@ def baseline_loop(
         "baseline_max_gap_us": summary["max_gap_us"],
         "baseline_work_us_median": summary["controller_us_median"],
         "baseline_work_us_p99": summary["controller_us_p99"],
+        "baseline_work_us_max": summary["controller_us_max"],
+        "baseline_controller_overruns": summary["controller_overruns"],
         "baseline_thread_priority": result.get("thread_priority"),
         "baseline_final_mode": result.get("final_mode"),
         "baseline_refused": result.get("refused", ""),
