@@ -143,6 +143,12 @@ def test_in_loop_policy_realtime_walks_and_the_estop_damps(tmp_path: Path) -> No
     assert "run" in runner
     assert walked > 0.2, f"walked {walked:.2f} m in 3 s at 0.4 m/s"
     assert height > load_robot_config("g1").simulation.fall_height
+    # the info lines of the mode and runner-state changes go out from the loop's slack, under each node's
+    # name, in order; the e-stop's damping at once
+    log = graph.log()
+    lines = [m.group(0) for m in re.finditer(r"\[(robot_driver|policy_runner)\]: (mode|state) -> \w+", log)]
+    assert lines.index("[robot_driver]: mode -> hold") < lines.index("[robot_driver]: mode -> active"), lines
+    assert "[policy_runner]: state -> run" in lines and "[robot_driver]: mode -> damping" in lines, lines
 
 
 def test_in_loop_joint_hold_realtime_holds_and_mirrors(tmp_path: Path) -> None:
