@@ -264,8 +264,10 @@ class PolicyRunnerNode(QuietNode):
         # the same
         self.peer = LockstepPeer(self, self.lockstep, ready=lambda: self.runner.gains_ready)
         self._publish_state()
-        for _ in self._diagnostics_stages(None, publish=False):  # warm-up: the first statistics and
-            pass  # message cost 10-15 ms (numpy's and the message type's first use), not in a tick's slack
+        # warm-up: the diagnostics built once, not published; the first statistics and message cost 10-15 ms
+        # (numpy's and the message type's first use), which must not land in a tick's slack
+        for _ in self._diagnostics_stages(None, publish=False):
+            pass
         gc.collect()
         gc.freeze()  # long-lived objects out of the collector's way: shorter pauses in the 500 Hz callbacks
         self.get_logger().info(
