@@ -97,3 +97,59 @@ def test_initial_pose_places_the_robot_and_respawn_returns_there() -> None:
     assert backend.ground_truth().position[:2] == pytest.approx([1.0, -2.0])
     with pytest.raises(ValueError, match="finite"):
         MujocoBackend(CONFIG, initial_pose=(math.nan, 0.0, 0.0))
+
+
+@pytest.mark.parametrize("integrator", ["mjINT_IMPLICITFAST", "mjINT_IMPLICIT", "mjINT_EULER"])
+def test_a_step_from_the_last_forward_pass_is_mj_step_bit_for_bit(
+    integrator: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """advance() redoes only the acceleration stages of the forward pass it made at the end of the last
+    advance: the states, sensors and contact forces must be mj_step's exactly, through the ramp, a push, a
+    fall in damping with contacts made and broken, and a state written from outside (which forces mj_step)."""
+    import mujoco
+
+    from humanoid_control.hardware.push import PushRequest
+
+    skipped = []
+    step_from_forward = MujocoBackend._step_from_forward
+
+    def counted(self: MujocoBackend) -> None:
+        skipped.append(self.data.time)
+        step_from_forward(self)
+
+    monkeypatch.setattr(MujocoBackend, "_step_from_forward", counted)
+    backend = MujocoBackend(CONFIG)
+    m = backend.model
+    m.opt.integrator = getattr(mujoco.mjtIntegrator, integrator)
+    backend.reset()
+    ref = mujoco.MjData(m)
+    ref.qpos[:], ref.qvel[:], ref.time = backend.data.qpos, backend.data.qvel, backend.data.time
+    mujoco.mj_forward(m, ref)
+    core = DriverCore(CONFIG, DriverSettings())
+    base = backend.mj.base_body_id
+    contacts_seen = set()
+    for k in range(1600):
+        if k == 700:
+            backend.push(PushRequest((150.0, 40.0, 0.0), 0.05, 25))
+        if k == 1000:
+            core.estop()
+        if k == 1300:  # from outside: the base given a kick in both
+            backend.data.qvel[0] += 0.5
+            ref.qvel[0] += 0.5
+        s = backend.read()
+        backend.write(core.update(s.q, s.dq, tilt_from_quat(s.imu_quat)))
+        ref.xfrc_applied[base, 0:3] = (150.0, 40.0, 0.0) if backend.push_active else 0.0
+        backend.advance(DT)
+        ref.ctrl[:] = backend.data.ctrl
+        mujoco.mj_step(m, ref)
+        ref.xfrc_applied[base] = backend.data.xfrc_applied[base]  # the push off after its last step
+        mujoco.mj_forward(m, ref)
+        d = backend.data
+        assert d.time == ref.time
+        for name in ("qpos", "qvel", "qacc", "sensordata", "qacc_warmstart"):
+            np.testing.assert_array_equal(getattr(d, name), getattr(ref, name), err_msg=f"{name} at tick {k}")
+        assert d.ncon == ref.ncon
+        contacts_seen.add(d.ncon)
+    assert core.mode == DriverMode.DAMPING and backend.base_height() < 0.5  # it fell: contacts changed
+    assert len(contacts_seen) > 3
+    assert len(skipped) == 1599  # every step but the one after the state was written from outside
