@@ -41,6 +41,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "in_loop_estimator_parameters": "flat_ground_std=0.01",
             "publish_rate_hz": 0.0,
             "physics_timestep_s": 0.0,
+            "physics_thread": True,
             "thread_priority": "auto",
             "process_priority": "auto",
             "lock_memory": False,

@@ -153,3 +153,55 @@ def test_a_step_from_the_last_forward_pass_is_mj_step_bit_for_bit(
     assert core.mode == DriverMode.DAMPING and backend.base_height() < 0.5  # it fell: contacts changed
     assert len(contacts_seen) > 3
     assert len(skipped) == 1599  # every step but the one after the state was written from outside
+
+
+def test_a_step_started_on_the_physics_thread_is_advance_and_readers_wait_for_it() -> None:
+    """start_advance returns at once, its time is known at once, every reader waits for the step, and the
+    run equals one made with advance, through the ramp, a push and a respawn; a failed step is raised."""
+    from humanoid_control.hardware.push import PushRequest
+
+    runs = []
+    for threaded in (False, True):
+        backend = MujocoBackend(CONFIG)
+        core = DriverCore(CONFIG, DriverSettings())
+        rows = []
+        for k in range(600):
+            if k == 300:
+                backend.push(PushRequest((120.0, 0.0, 0.0), 0.04, 20))
+            if k == 450:
+                backend.respawn()
+            s = backend.read()
+            backend.write(core.update(s.q, s.dq, tilt_from_quat(s.imu_quat)))
+            if threaded:
+                before = backend.data.time
+                backend.start_advance(DT)
+                assert backend.time == pytest.approx(before + DT, abs=1e-12)  # at once, while it steps
+                if k % 7 == 0:  # the readers in turn wait for it
+                    rows.append(("truth", backend.ground_truth().position.copy()))
+                elif k % 7 == 1:
+                    rows.append(("height", backend.base_height()))
+            else:
+                backend.advance(DT)
+                if k % 7 == 0:
+                    rows.append(("truth", backend.ground_truth().position.copy()))
+                elif k % 7 == 1:
+                    rows.append(("height", backend.base_height()))
+            rows.append(("time", backend.time))
+        s = backend.read()
+        rows.append(("state", np.concatenate([s.q, s.dq, s.gyro, s.accel])))
+        backend.close()
+        runs.append(rows)
+    assert len(runs[0]) == len(runs[1])
+    for (name, a), (name_t, b) in zip(*runs, strict=True):
+        assert name == name_t
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+    backend = MujocoBackend(CONFIG)
+    backend.start_advance(DT)
+    backend.read()
+    bad = np.zeros(3)  # a broken command (3 joints): the joint law fails in the step
+    backend.write(LowLevelCommand(bad, bad, bad, bad, bad))
+    backend.start_advance(DT)
+    with pytest.raises(RuntimeError, match="physics step failed"):
+        backend.read()
+    backend.close()

@@ -99,10 +99,12 @@ def baseline_loop(
     process_priority: int = 0,
     gc_in_slack: bool = True,
     spin_margin_s: float = 100e-6,
+    physics_thread: bool = True,
 ) -> dict[str, Any]:
     """A bare deadline loop, no ROS: per tick the driver's work (MuJoCo read/step, driver core) and the
     controller's core for ``work`` (hold | joint_hold | policy | wbc: estimator core + QP); returns its loop
-    statistics."""
+    statistics. ``physics_thread``: the physics steps on the backend's thread from the command write to the
+    next read, as in the driver's realtime loop (its ``physics_thread`` parameter, default true)."""
     import numpy as np
 
     from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
@@ -202,9 +204,12 @@ def baseline_loop(
                 if cmd is not None and core.mode in (DriverMode.HOLD, DriverMode.ACTIVE):
                     core.submit(cmd)
             backend.write(core.update(s.q, s.dq, tilt_from_quat(s.imu_quat)))
+            if physics_thread:  # as the driver does in realtime: the physics beside the rest of the tick
+                backend.start_advance(period)
             while after_write:
                 after_write.pop()()
-            backend.advance(period)
+            if not physics_thread:
+                backend.advance(period)
             deadline += period
             done = time.perf_counter()
             if done > deadline:
@@ -222,6 +227,7 @@ def baseline_loop(
     thread = threading.Thread(target=loop, name="baseline_loop")
     thread.start()
     thread.join()
+    backend.close()
     summary = stats.summary()
     return {
         "baseline_overruns_pct": summary["overruns_pct"],

@@ -29,9 +29,11 @@ Real-time path (docs/realtime.md): ``in_loop_controller`` (none | joint_hold | p
 controller's core from this loop, in this process (its node, created here too, stays its ROS interface);
 ``thread_priority`` (SCHED_FIFO, ``auto``: 50 with a controller in the loop in realtime, else none),
 ``process_priority``, ``cpu_affinity``, ``lock_memory`` and ``gc_in_slack`` set up the loop thread, with a
-warning and a normal thread where the system refuses; ``publish_rate_hz`` thins the tooling streams
-(``/joint_states``, ``/imu/data``, ``/clock``, ground truth), which with a controller in the loop are
-published after the command is written; ground truth and contacts are computed only while subscribed.
+warning and a normal thread where the system refuses; ``physics_thread`` (simulators, realtime) steps the
+physics on a thread of its own from the command write to the next read; ``publish_rate_hz`` thins the
+tooling streams (``/joint_states``, ``/imu/data``, ``/clock``, ground truth), which with a controller in the
+loop are published after the command is written; ground truth and contacts are computed only while
+subscribed.
 
 Clock modes: ``realtime`` - a dedicated thread sleeps to absolute deadlines at ``rate_hz``; ``lockstep`` -
 simulated time, and once a controller is active each tick waits until the command answering that tick's
@@ -623,6 +625,14 @@ class RobotDriverNode(QuietNode):
                     f"parameter publish_rate_hz: {publish_rate:g} Hz does not divide rate_hz {rate:g} Hz"
                 )
             self.publish_every = round(every)
+        self.physics_thread = declare(
+            self,
+            "physics_thread",
+            True,
+            "simulators in realtime: step the physics on a thread of its own after the command is written "
+            "(the robot moving beside the loop's remaining work); the next tick's read waits for it",
+            read_only=True,
+        )
         self.physics_timestep = declare(
             self,
             "physics_timestep_s",
@@ -937,6 +947,9 @@ class RobotDriverNode(QuietNode):
         collector = self._apply_realtime()
         in_loop = self.in_loop
         tooling = in_loop is not None and realtime  # the tooling streams go out in the loop's slack
+        # realtime, a simulator: its physics steps on a thread of its own from the command write on, beside
+        # the tick's remaining work (estimator update, slack publications); the next read waits for it
+        physics_beside = realtime and self.physics_thread and hasattr(self.backend, "start_advance")
         last_diag = 0.0
         if realtime:
             # the first diagnostics cost 8-10 ms (first use of their messages and publishers): before the
@@ -1044,6 +1057,9 @@ class RobotDriverNode(QuietNode):
                 )
                 self._publish_lockstep()
             self.backend.write(command)
+            # the push, if any, went to the backend above; the step from here on sees only this tick's inputs
+            if physics_beside:
+                self.backend.start_advance(self.period)  # type: ignore[attr-defined]
             if self.in_loop_estimator is not None:
                 self._estimator_correct()  # the tick's kinematic update, off the state -> command path
                 if publish and not deferred:
@@ -1060,7 +1076,8 @@ class RobotDriverNode(QuietNode):
             if push is not None:
                 self._publish_push(push.force, state.stamp)
                 self._push_end_tick = self.core.tick + round(push.duration / self.period) - 1
-            self.backend.advance(self.period)
+            if not physics_beside:
+                self.backend.advance(self.period)
             end = self._push_end_tick
             if end is not None and self.core.tick >= end and not getattr(self.backend, "push_active", False):
                 self._push_end_tick = None

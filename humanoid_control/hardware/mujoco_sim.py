@@ -9,6 +9,7 @@ bias (off by default).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import mujoco
@@ -99,12 +100,22 @@ class MujocoBackend(RobotBackend):
         self._fwd_qpos = np.empty(self.model.nq)
         self._fwd_qvel = np.empty(self.model.nv)
         self._fwd_time = float("nan")
+        # the physics thread (start_advance): made by the first call; a step in flight until joined
+        self._physics_thread: threading.Thread | None = None
+        self._go = threading.Semaphore(0)
+        self._done = threading.Semaphore(0)
+        self._join_lock = threading.Lock()
+        self._stepping = False
+        self._step_dt: float | None = None
+        self._step_error: BaseException | None = None
+        self._time_after = 0.0
         self.reset()
 
     # ------------------------------------------------------------------ control
     def reset(self, joint_positions: np.ndarray | None = None) -> None:
         """Respawn upright at the start pose (``initial_pose``: x, y in m and yaw in rad in the world frame;
         the origin by default), soles on the floor, at rest (time 0)."""
+        self._join()
         mujoco.mj_resetData(self.model, self.data)
         joints = self._initial_joints if joint_positions is None else joint_positions
         qpos = initial_qpos(self.config, self.mj, self._pin, joints)
@@ -122,6 +133,7 @@ class MujocoBackend(RobotBackend):
     def respawn(self, joint_positions: np.ndarray | None = None) -> None:
         """As :meth:`reset` (upright at the start pose, at rest, any push cancelled) but the clock keeps
         running: simulated time stays monotonic for everything stamped with it."""
+        self._join()
         now = float(self.data.time)
         self.reset(joint_positions)
         self.data.time = now
@@ -131,20 +143,84 @@ class MujocoBackend(RobotBackend):
         """Apply ``request.force`` (N, world frame) at the base body's centre of mass for the next
         ``request.steps`` physics steps (exactly ``request.duration`` s of simulated time), through
         ``xfrc_applied``; replaces a push still in progress."""
+        self._join()
         self._push_force[:] = request.force
         self._push_steps_left = int(request.steps)
 
     @property
     def push_active(self) -> bool:
         """A push has physics steps left."""
+        self._join()
         return self._push_steps_left > 0
 
     def write(self, command: LowLevelCommand) -> None:
         """Hold ``command`` until the next write (arrays in configuration joint order)."""
+        self._join()
         self._command = command
 
     def advance(self, dt: float) -> None:
         """Integrate ``dt`` seconds (a whole number of physics steps), evaluating the joint law every step."""
+        self._join()
+        self._advance(dt)
+
+    def start_advance(self, dt: float) -> None:
+        """:meth:`advance` by ``dt`` on the backend's physics thread, returning at once: the simulated robot
+        moves while the caller goes on with the rest of its tick, as a real robot's dynamics run beside its
+        controller (MuJoCo releases the GIL while it steps). The result is :meth:`advance`'s, bit for bit.
+        Every other method waits for the step to end first, except :attr:`time`, the time at its end at
+        once. The thread is made by the first call and inherits its caller's scheduling (a real-time loop
+        thread's SCHED_FIFO priority and CPUs); a step's exception is raised by the next method called."""
+        self._join()
+        ts = self.model.opt.timestep
+        t = float(self.data.time)
+        for _ in range(max(1, round(dt / ts))):
+            t += ts  # as mj_step advances the time, so equal to it after the step
+        self._time_after = t
+        if self._physics_thread is None:
+            self._physics_thread = threading.Thread(target=self._physics, name="mujoco_physics", daemon=True)
+            self._physics_thread.start()
+        self._step_dt = dt
+        self._stepping = True
+        self._go.release()
+
+    def _physics(self) -> None:
+        """The physics thread: one :meth:`_advance` per :meth:`start_advance`, until :meth:`close`."""
+        while True:
+            self._go.acquire()
+            dt = self._step_dt
+            if dt is None:
+                return
+            try:
+                self._advance(dt)
+            except BaseException as exc:  # raised in the caller's thread by _join
+                self._step_error = exc
+            self._done.release()
+
+    def _join(self) -> None:
+        """Wait for a step started by :meth:`start_advance` (and raise its exception)."""
+        if not self._stepping:
+            return
+        with self._join_lock:
+            if self._stepping:
+                self._done.acquire()
+                self._stepping = False
+        error, self._step_error = self._step_error, None
+        if error is not None:
+            raise RuntimeError(f"MuJoCo physics step failed: {error!r}") from error
+
+    def close(self) -> None:
+        """Stop the physics thread (after the step in flight)."""
+        with self._join_lock:
+            if self._stepping:
+                self._done.acquire()
+                self._stepping = False
+        if self._physics_thread is not None:
+            self._step_dt = None
+            self._go.release()
+            self._physics_thread.join(timeout=5.0)
+            self._physics_thread = None
+
+    def _advance(self, dt: float) -> None:
         n = max(1, round(dt / self.model.opt.timestep))
         m, d = self.model, self.data
         qa, va, act = self.mj.qpos_adr, self.mj.qvel_adr, self.mj.actuator_ids
@@ -213,11 +289,14 @@ class MujocoBackend(RobotBackend):
     # ------------------------------------------------------------------ sensing
     @property
     def time(self) -> float:
-        """Simulated time (s)."""
+        """Simulated time (s); while a step started by :meth:`start_advance` runs, the time at its end."""
+        if self._stepping:
+            return self._time_after
         return float(self.data.time)
 
     def read(self) -> RobotState:
         """Joint encoders, applied torques and the IMU (orientation from the site, gyro and accelerometer)."""
+        self._join()
         d = self.data
         gyro = np.array(d.sensordata[self.mj.gyro_adr : self.mj.gyro_adr + 3])
         accel = np.array(d.sensordata[self.mj.accel_adr : self.mj.accel_adr + 3])
@@ -239,6 +318,7 @@ class MujocoBackend(RobotBackend):
 
     def ground_truth(self) -> GroundTruth:
         """Base pose and twist (base frame) and the ground reaction wrench on each foot in its sole frame."""
+        self._join()
         d = self.data
         b, v = self.mj.base_qpos_adr, self.mj.base_qvel_adr
         quat = np.array(d.qpos[b + 3 : b + 7])
@@ -253,6 +333,7 @@ class MujocoBackend(RobotBackend):
 
     def contact_wrenches(self) -> dict[str, Wrench]:
         """Sum of contact forces on each foot body, as a wrench in its sole frame about the sole origin."""
+        self._join()
         m, d = self.model, self.data
         n = d.ncon
         con = d.contact
@@ -294,6 +375,7 @@ class MujocoBackend(RobotBackend):
 
     def base_height(self) -> float:
         """Height of the base origin above the floor (m)."""
+        self._join()
         return float(self.data.qpos[self.mj.base_qpos_adr + 2])
 
 
