@@ -884,6 +884,12 @@ def main(argv: list[str] | None = None) -> int:
         help="scenarios: the driver's process_priority (default 40)",
     )
     drv.add_argument(
+        "--physics-thread",
+        choices=["true", "false"],
+        default="true",
+        help="scenarios: the driver's physics_thread, and the baseline likewise (default true)",
+    )
+    drv.add_argument(
         "--lockstep",
         action="store_true",
         help="the earlier figures: realtime hold without baseline, lockstep real-time factors",
@@ -961,7 +967,13 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("--seconds must be > 0")
             names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
             try:
-                result = bench_driver_scenarios(seconds, names, args.thread_priority, args.process_priority)
+                result = bench_driver_scenarios(
+                    seconds,
+                    names,
+                    args.thread_priority,
+                    args.process_priority,
+                    physics_thread=args.physics_thread == "true",
+                )
             except ValueError as exc:
                 parser.error(str(exc))
     else:

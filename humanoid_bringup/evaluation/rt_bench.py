@@ -247,8 +247,11 @@ def baseline_loop(
     }
 
 
-def _run_baseline(spec: dict[str, Any], seconds: float, priorities: tuple[int, int]) -> dict[str, Any]:
+def _run_baseline(
+    spec: dict[str, Any], seconds: float, priorities: tuple[int, int], physics_thread: bool = True
+) -> dict[str, Any]:
     args = {
+        "physics_thread": physics_thread,
         "work": spec["work"],
         "rate": spec["rate"],
         "seconds": seconds,
@@ -339,10 +342,15 @@ class _Observer:
 
 
 def run_scenario(
-    name: str, seconds: float, log_dir: Path, thread_priority: int = 50, process_priority: int = 40
+    name: str,
+    seconds: float,
+    log_dir: Path,
+    thread_priority: int = 50,
+    process_priority: int = 40,
+    physics_thread: bool = True,
 ) -> dict[str, Any]:
-    """One scenario: the ROS run (the driver's ``thread_priority`` / ``process_priority`` as given), then its
-    bare-loop baseline with the priorities the driver was granted."""
+    """One scenario: the ROS run (the driver's ``thread_priority``, ``process_priority`` and
+    ``physics_thread`` as given), then its bare-loop baseline with the priorities the driver was granted, its physics likewise."""
     from humanoid_bringup.evaluation.graph_probe import LaunchedGraph
 
     spec = SCENARIOS[name]
@@ -355,6 +363,7 @@ def run_scenario(
         # the real-time settings in every scenario (auto would give the hold and the WBC a normal thread)
         "thread_priority": f"{thread_priority}",
         "process_priority": f"{process_priority}",
+        "physics_thread": "true" if physics_thread else "false",
     }
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
@@ -379,12 +388,17 @@ def run_scenario(
     out["in_loop_controller"] = diag.get("in_loop_controller")
     out["target_rate_hz"] = spec["rate"]
     priorities = (int(out.get("rt_thread_priority", 0)), int(out.get("rt_process_priority", 0)))
-    out.update(_run_baseline(spec, seconds, priorities))
+    out.update(_run_baseline(spec, seconds, priorities, physics_thread))
+    out["physics_thread"] = physics_thread
     return out
 
 
 def bench_driver_scenarios(
-    seconds: float, scenarios: list[str], thread_priority: int = 50, process_priority: int = 40
+    seconds: float,
+    scenarios: list[str],
+    thread_priority: int = 50,
+    process_priority: int = 40,
+    physics_thread: bool = True,
 ) -> dict[str, Any]:
     """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
     from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
@@ -396,7 +410,8 @@ def bench_driver_scenarios(
     isolated_ros_env(log_dir)
     load0 = os.getloadavg()
     results = {
-        name: run_scenario(name, seconds, log_dir, thread_priority, process_priority) for name in scenarios
+        name: run_scenario(name, seconds, log_dir, thread_priority, process_priority, physics_thread)
+        for name in scenarios
     }
     return {
         "benchmark": "driver",
@@ -405,6 +420,7 @@ def bench_driver_scenarios(
         "seconds": seconds,
         "thread_priority": thread_priority,
         "process_priority": process_priority,
+        "physics_thread": physics_thread,
         "load_average_start": [round(v, 2) for v in load0],
         "load_average_end": [round(v, 2) for v in os.getloadavg()],
         "cpus": os.cpu_count(),
