@@ -42,6 +42,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "publish_rate_hz": 0.0,
             "physics_timestep_s": 0.0,
             "physics_thread": True,
+            "callbacks_in_slack": True,
             "thread_priority": "auto",
             "process_priority": "auto",
             "lock_memory": False,

@@ -5,6 +5,7 @@ controller's command checks, and the driver refusing bad real-time parameter val
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -229,3 +230,42 @@ def test_bench_baseline_loop_reports_its_work_beside_the_loop() -> None:
     assert 0.0 <= out["baseline_overruns_pct"] <= 100.0
     with pytest.raises(ValueError, match="work must be"):
         baseline_loop("dance", rate=500.0, seconds=0.01)
+
+
+def test_slack_gate_opens_windows_and_never_starves_the_executor_for_good() -> None:
+    """The executor's callbacks start only in windows the loop opens; closed, the gate makes it wait (GIL
+    released); a loop that never opens one still lets a callback through every starve_s."""
+    import threading
+    import time
+
+    from humanoid_control.driver.realtime import SlackGate
+
+    gate = SlackGate(starve_s=0.05)
+    assert gate.window(0.0) == math.inf  # open at construction (before the loop runs)
+    gate.close()
+    start = time.perf_counter()
+    assert gate.window(0.01) is None  # closed: waited, nothing given
+    assert time.perf_counter() - start >= 0.009
+    now = time.perf_counter()
+    gate.open_until(now + 0.2)
+    left = gate.window(0.0)
+    assert left is not None and 0.1 < left <= 0.2
+    gate.close()
+    # a window opened from another thread wakes the waiter at once
+    got: list[float | None] = []
+    waiter = threading.Thread(target=lambda: got.append(gate.window(1.0)))
+    waiter.start()
+    time.sleep(0.005)
+    gate.open_until(time.perf_counter() + 0.1)
+    waiter.join(1.0)
+    assert got and got[0] is not None and got[0] > 0.05
+    # the loop overruns: its windows end in the past, so none opens; after starve_s one is given anyway
+    gate.close()
+    gate.open_until(time.perf_counter() - 0.001)
+    start = time.perf_counter()
+    assert gate.window(0.01) is None
+    assert gate.window(1.0) == 0.0
+    assert 0.04 <= time.perf_counter() - start < 0.5
+    assert gate.starved == 1
+    gate.open()
+    assert gate.window(0.0) == math.inf

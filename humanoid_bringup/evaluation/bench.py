@@ -890,6 +890,12 @@ def main(argv: list[str] | None = None) -> int:
         help="scenarios: the driver's physics_thread, and the baseline likewise (default true)",
     )
     drv.add_argument(
+        "--callbacks-in-slack",
+        choices=["true", "false"],
+        default="true",
+        help="scenarios: the driver's callbacks_in_slack (default true)",
+    )
+    drv.add_argument(
         "--lockstep",
         action="store_true",
         help="the earlier figures: realtime hold without baseline, lockstep real-time factors",
@@ -973,6 +979,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.thread_priority,
                     args.process_priority,
                     physics_thread=args.physics_thread == "true",
+                    callbacks_in_slack=args.callbacks_in_slack == "true",
                 )
             except ValueError as exc:
                 parser.error(str(exc))

@@ -348,9 +348,11 @@ def run_scenario(
     thread_priority: int = 50,
     process_priority: int = 40,
     physics_thread: bool = True,
+    callbacks_in_slack: bool = True,
 ) -> dict[str, Any]:
     """One scenario: the ROS run (the driver's ``thread_priority``, ``process_priority`` and
-    ``physics_thread`` as given), then its bare-loop baseline with the priorities the driver was granted, its physics likewise."""
+    ``physics_thread`` as given), then its bare-loop baseline with the priorities the driver was granted and
+    the same ``physics_thread``."""
     from humanoid_bringup.evaluation.graph_probe import LaunchedGraph
 
     spec = SCENARIOS[name]
@@ -364,6 +366,7 @@ def run_scenario(
         "thread_priority": f"{thread_priority}",
         "process_priority": f"{process_priority}",
         "physics_thread": "true" if physics_thread else "false",
+        "callbacks_in_slack": "true" if callbacks_in_slack else "false",
     }
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
@@ -390,6 +393,7 @@ def run_scenario(
     priorities = (int(out.get("rt_thread_priority", 0)), int(out.get("rt_process_priority", 0)))
     out.update(_run_baseline(spec, seconds, priorities, physics_thread))
     out["physics_thread"] = physics_thread
+    out["callbacks_in_slack"] = callbacks_in_slack
     return out
 
 
@@ -399,6 +403,7 @@ def bench_driver_scenarios(
     thread_priority: int = 50,
     process_priority: int = 40,
     physics_thread: bool = True,
+    callbacks_in_slack: bool = True,
 ) -> dict[str, Any]:
     """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
     from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
@@ -410,7 +415,9 @@ def bench_driver_scenarios(
     isolated_ros_env(log_dir)
     load0 = os.getloadavg()
     results = {
-        name: run_scenario(name, seconds, log_dir, thread_priority, process_priority, physics_thread)
+        name: run_scenario(
+            name, seconds, log_dir, thread_priority, process_priority, physics_thread, callbacks_in_slack
+        )
         for name in scenarios
     }
     return {
@@ -421,6 +428,7 @@ def bench_driver_scenarios(
         "thread_priority": thread_priority,
         "process_priority": process_priority,
         "physics_thread": physics_thread,
+        "callbacks_in_slack": callbacks_in_slack,
         "load_average_start": [round(v, 2) for v in load0],
         "load_average_end": [round(v, 2) for v in os.getloadavg()],
         "cpus": os.cpu_count(),

@@ -90,6 +90,7 @@ from humanoid_control.driver.realtime import (
     AppliedSettings,
     RealtimeSettings,
     SlackCollector,
+    SlackGate,
     apply_to_loop_thread,
     parse_cpus,
     parse_priority,
@@ -524,6 +525,10 @@ class RobotDriverNode(QuietNode):
             self.in_loop = self._make_in_loop_controller()
             self.extra_nodes.append(self.in_loop)
         self.rt_applied = AppliedSettings()
+        # realtime, a controller in the loop: the executor's callbacks start only in the loop's slack
+        # (node_utils.spin_in_windows reads spin_gate)
+        gated = self.callbacks_in_slack and self.in_loop is not None and self.clock_mode == "realtime"
+        self.spin_gate: SlackGate | None = SlackGate() if gated else None
         self._thread = threading.Thread(target=self._loop, name="rt_loop", daemon=True)
         self._thread.start()
 
@@ -631,6 +636,15 @@ class RobotDriverNode(QuietNode):
             True,
             "simulators in realtime: step the physics on a thread of its own after the command is written "
             "(the robot moving beside the loop's remaining work); the next tick's read waits for it",
+            read_only=True,
+        )
+        self.callbacks_in_slack = declare(
+            self,
+            "callbacks_in_slack",
+            True,
+            "realtime, a controller in the loop: this process's ROS callbacks (services, subscriptions, "
+            "timers) start only in the loop's slack, from the end of a tick's work to a margin before the "
+            "next deadline",
             read_only=True,
         )
         self.physics_timestep = declare(
@@ -907,6 +921,9 @@ class RobotDriverNode(QuietNode):
             self.exit_code = 1
             self.get_logger().fatal(f"real-time loop died: {exc!r}")
             self.context.try_shutdown()
+        finally:
+            if self.spin_gate is not None:
+                self.spin_gate.open()  # the loop is over: callbacks whenever they come
 
     def _wait_for_subscribers(self) -> None:
         """Lockstep: hold simulated time at 0 until the expected observers/controllers are connected."""
@@ -959,15 +976,24 @@ class RobotDriverNode(QuietNode):
         next_deadline = time.perf_counter()
         last_second = math.floor(self.backend_time() + 1e-9)  # lockstep: of simulated time (s)
         last_roll = time.perf_counter()
+        gate = self.spin_gate
+        # the gate closes this long before a deadline: a callback started in the window has at least this
+        gate_margin = max(3e-4, 0.15 * self.period)
         while self._running and rclpy.ok(context=self.context):
             if self.paused:
+                if gate is not None:
+                    gate.open()
                 with self.command_arrived:
                     while self.paused and self._running and rclpy.ok(context=self.context):
                         self.command_arrived.wait(0.05)
                 next_deadline = time.perf_counter()
                 continue
             if realtime:
+                if gate is not None:
+                    gate.open_until(next_deadline - gate_margin)
                 lateness = sleep_until(next_deadline, self.spin_margin)
+                if gate is not None:
+                    gate.close()
                 tick_start = time.perf_counter()
                 self.stats.record_wake(lateness, tick_start)
             else:

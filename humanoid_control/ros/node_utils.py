@@ -159,6 +159,43 @@ def _coerce_integer_override(node: Any, name: str) -> None:
         overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(value.value))
 
 
+def spin_in_windows(executor: Any, gate: Any) -> None:
+    """``executor.spin()``, each callback started only while ``gate`` is open
+    (:class:`~humanoid_control.driver.realtime.SlackGate`: a real-time loop's slack).
+
+    Built on the executor's public ``wait_for_ready_callbacks``: wait for a window, then for work (the GIL
+    released in ``rcl_wait``), and run the ready callback if a window is open, else at the next one (its
+    message is taken when it runs, so nothing is lost). Returns when the context shuts down.
+    """
+    import rclpy
+    from rclpy.executors import ShutdownException, TimeoutException
+
+    try:
+        from rclpy.executors import ConditionReachedException
+    except ImportError:  # older rclpy
+        ConditionReachedException = TimeoutException
+
+    while rclpy.ok():
+        if gate.window(0.1) is None:
+            continue
+        try:
+            # no timeout: a wait that timed out would run Python at the window's end, next to the loop's
+            # deadline, every tick; this way only work that arrives does (rcl_wait's wake-up processing), and
+            # the context's shutdown wakes it
+            handler, _entity, _node = executor.wait_for_ready_callbacks()
+        except (TimeoutException, ConditionReachedException):
+            continue
+        except ShutdownException:
+            return
+        while gate.window(0.1) is None and rclpy.ok():
+            pass  # ready after its window closed: at the next one (or a starved one)
+        handler()
+        exception = handler.exception()
+        if exception is not None:
+            raise exception
+        handler.result()
+
+
 def run_node(factory: Callable[[], Any], args: list[str] | None = None, program: str = "node") -> int:
     """Init rclpy, build the node, spin it until SIGINT/shutdown, clean up. Returns an exit code.
 
@@ -183,7 +220,11 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
         for extra in getattr(node, "extra_nodes", ()):
             executor.add_node(extra)
         executor.add_node(node)
-        executor.spin()
+        gate = getattr(node, "spin_gate", None)  # a real-time loop's SlackGate: callbacks in its slack
+        if gate is None:
+            executor.spin()
+        else:
+            spin_in_windows(executor, gate)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RuntimeError:
