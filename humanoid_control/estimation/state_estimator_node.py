@@ -28,9 +28,11 @@ the time without IMU (unknown acceleration).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -46,8 +48,6 @@ from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, r
 
 
 def _rot_to_quat_wxyz(r: np.ndarray) -> np.ndarray:
-    import pinocchio as pin
-
     q = pin.Quaternion(r)
     return np.array([q.w, q.x, q.y, q.z])
 
@@ -368,13 +368,15 @@ class StateEstimatorNode(QuietNode):
         non-finite values (dropped and counted; the caller keeps its last estimate, which ages)."""
         est = self.est  # ~/reset replaces it between ticks
         self._to_correct = None
-        if not (np.isfinite(gyro).all() and np.isfinite(accel).all()):
+        # one sum per array: non-finite iff an entry is
+        if not math.isfinite(float(gyro.sum() + accel.sum())):
             self.imu_dropped += 1
             return None
-        if not (np.isfinite(q).all() and np.isfinite(tau).all() and (dq is None or np.isfinite(dq).all())):
+        if not math.isfinite(float(q.sum() + tau.sum() + (0.0 if dq is None else dq.sum()))):
             self.joints_dropped += 1
             return None
-        if np.isfinite(imu_quat).all() and abs(np.linalg.norm(imu_quat) - 1.0) < 0.1:
+        norm2 = float(imu_quat @ imu_quat)
+        if math.isfinite(norm2) and abs(math.sqrt(norm2) - 1.0) < 0.1:
             self._imu_quat = imu_quat
         self._gyro = gyro
         self._imu_t = stamp
