@@ -9,12 +9,12 @@ bias (off by default).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
+from humanoid_control.driver.realtime import BesideThread
 from humanoid_control.hardware.base import RobotBackend
 from humanoid_control.hardware.push import PushRequest
 from humanoid_control.hardware.scene import SceneSpec
@@ -101,13 +101,7 @@ class MujocoBackend(RobotBackend):
         self._fwd_qvel = np.empty(self.model.nv)
         self._fwd_time = float("nan")
         # the physics thread (start_advance): made by the first call; a step in flight until joined
-        self._physics_thread: threading.Thread | None = None
-        self._go = threading.Semaphore(0)
-        self._done = threading.Semaphore(0)
-        self._join_lock = threading.Lock()
-        self._stepping = False
-        self._step_dt: float | None = None
-        self._step_error: BaseException | None = None
+        self._physics = BesideThread("mujoco_physics")
         self._time_after = 0.0
         self.reset()
 
@@ -176,49 +170,18 @@ class MujocoBackend(RobotBackend):
         for _ in range(max(1, round(dt / ts))):
             t += ts  # as mj_step advances the time, so equal to it after the step
         self._time_after = t
-        if self._physics_thread is None:
-            self._physics_thread = threading.Thread(target=self._physics, name="mujoco_physics", daemon=True)
-            self._physics_thread.start()
-        self._step_dt = dt
-        self._stepping = True
-        self._go.release()
-
-    def _physics(self) -> None:
-        """The physics thread: one :meth:`_advance` per :meth:`start_advance`, until :meth:`close`."""
-        while True:
-            self._go.acquire()
-            dt = self._step_dt
-            if dt is None:
-                return
-            try:
-                self._advance(dt)
-            except BaseException as exc:  # raised in the caller's thread by _join
-                self._step_error = exc
-            self._done.release()
+        self._physics.start(lambda: self._advance(dt))
 
     def _join(self) -> None:
         """Wait for a step started by :meth:`start_advance` (and raise its exception)."""
-        if not self._stepping:
-            return
-        with self._join_lock:
-            if self._stepping:
-                self._done.acquire()
-                self._stepping = False
-        error, self._step_error = self._step_error, None
-        if error is not None:
-            raise RuntimeError(f"MuJoCo physics step failed: {error!r}") from error
+        try:
+            self._physics.join()
+        except RuntimeError as exc:
+            raise RuntimeError(f"MuJoCo physics step failed: {exc.__cause__!r}") from exc.__cause__
 
     def close(self) -> None:
         """Stop the physics thread (after the step in flight)."""
-        with self._join_lock:
-            if self._stepping:
-                self._done.acquire()
-                self._stepping = False
-        if self._physics_thread is not None:
-            self._step_dt = None
-            self._go.release()
-            self._physics_thread.join(timeout=5.0)
-            self._physics_thread = None
+        self._physics.close()
 
     def _advance(self, dt: float) -> None:
         n = max(1, round(dt / self.model.opt.timestep))
@@ -290,7 +253,7 @@ class MujocoBackend(RobotBackend):
     @property
     def time(self) -> float:
         """Simulated time (s); while a step started by :meth:`start_advance` runs, the time at its end."""
-        if self._stepping:
+        if self._physics.busy:
             return self._time_after
         return float(self.data.time)
 
