@@ -890,6 +890,12 @@ def main(argv: list[str] | None = None) -> int:
         help="scenarios: the driver's physics_thread, and the baseline likewise (default true)",
     )
     drv.add_argument(
+        "--publish-rate-hz",
+        type=float,
+        default=0.0,
+        help="scenarios: the driver's publish_rate_hz, the tooling streams' rate (default 0: every tick)",
+    )
+    drv.add_argument(
         "--callbacks-in-slack",
         choices=["true", "false"],
         default="true",
@@ -980,6 +986,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.process_priority,
                     physics_thread=args.physics_thread == "true",
                     callbacks_in_slack=args.callbacks_in_slack == "true",
+                    publish_rate_hz=args.publish_rate_hz,
                 )
             except ValueError as exc:
                 parser.error(str(exc))

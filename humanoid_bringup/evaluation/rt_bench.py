@@ -349,6 +349,7 @@ def run_scenario(
     process_priority: int = 40,
     physics_thread: bool = True,
     callbacks_in_slack: bool = True,
+    publish_rate_hz: float = 0.0,
 ) -> dict[str, Any]:
     """One scenario: the ROS run (the driver's ``thread_priority``, ``process_priority`` and
     ``physics_thread`` as given), then its bare-loop baseline with the priorities the driver was granted and
@@ -367,6 +368,7 @@ def run_scenario(
         "process_priority": f"{process_priority}",
         "physics_thread": "true" if physics_thread else "false",
         "callbacks_in_slack": "true" if callbacks_in_slack else "false",
+        "publish_rate_hz": f"{publish_rate_hz}",
     }
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
@@ -394,6 +396,7 @@ def run_scenario(
     out.update(_run_baseline(spec, seconds, priorities, physics_thread))
     out["physics_thread"] = physics_thread
     out["callbacks_in_slack"] = callbacks_in_slack
+    out["publish_rate_hz"] = publish_rate_hz
     return out
 
 
@@ -404,6 +407,7 @@ def bench_driver_scenarios(
     process_priority: int = 40,
     physics_thread: bool = True,
     callbacks_in_slack: bool = True,
+    publish_rate_hz: float = 0.0,
 ) -> dict[str, Any]:
     """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
     from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
@@ -416,7 +420,14 @@ def bench_driver_scenarios(
     load0 = os.getloadavg()
     results = {
         name: run_scenario(
-            name, seconds, log_dir, thread_priority, process_priority, physics_thread, callbacks_in_slack
+            name,
+            seconds,
+            log_dir,
+            thread_priority,
+            process_priority,
+            physics_thread,
+            callbacks_in_slack,
+            publish_rate_hz,
         )
         for name in scenarios
     }
@@ -429,6 +440,7 @@ def bench_driver_scenarios(
         "process_priority": process_priority,
         "physics_thread": physics_thread,
         "callbacks_in_slack": callbacks_in_slack,
+        "publish_rate_hz": publish_rate_hz,
         "load_average_start": [round(v, 2) for v in load0],
         "load_average_end": [round(v, 2) for v in os.getloadavg()],
         "cpus": os.cpu_count(),
