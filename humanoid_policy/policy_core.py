@@ -204,13 +204,13 @@ class PolicyCore:
         the loop's ticks. Deterministic (no random numbers) and undone by the reset: the first real step is
         the same as without it.
         """
-        n = self.robot.num_joints
-        wave = np.sin(np.arange(n, dtype=float))
+        index = np.arange(self.robot.num_joints, dtype=float)
+        wave, rates = np.sin(index), np.cos(index)
         for k in range(steps):
             a = 0.01 * (k + 1) / steps
             self.step(
                 self.default_target + a * wave,
-                a * np.cos(np.arange(n, dtype=float)),
+                a * rates,
                 np.array([a, -a, 0.5 * a]),
                 np.array([1.0, 0.0, 0.0, 0.0]),
                 np.array([0.1 * k / steps, 0.0, 0.0]),

@@ -883,23 +883,17 @@ def main(argv: list[str] | None = None) -> int:
         default=40,
         help="scenarios: the driver's process_priority (default 40)",
     )
-    drv.add_argument(
-        "--physics-thread",
-        choices=["true", "false"],
-        default="true",
-        help="scenarios: the driver's physics_thread, and the baseline likewise (default true)",
-    )
+    for flag, what in (
+        ("--physics-thread", "physics_thread, and the baseline likewise"),
+        ("--callbacks-in-slack", "callbacks_in_slack"),
+    ):
+        help_text = f"scenarios: the driver's {what} (default true)"
+        drv.add_argument(flag, choices=["true", "false"], default="true", help=help_text)
     drv.add_argument(
         "--publish-rate-hz",
         type=float,
         default=0.0,
         help="scenarios: the driver's publish_rate_hz, the tooling streams' rate (default 0: every tick)",
-    )
-    drv.add_argument(
-        "--callbacks-in-slack",
-        choices=["true", "false"],
-        default="true",
-        help="scenarios: the driver's callbacks_in_slack (default true)",
     )
     drv.add_argument(
         "--lockstep",

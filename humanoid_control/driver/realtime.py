@@ -17,6 +17,7 @@ import ctypes.util
 import gc
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -266,8 +267,6 @@ class SlackGate:
     """
 
     def __init__(self, starve_s: float = 0.01) -> None:
-        import threading
-
         self._cond = threading.Condition()
         self._until = math.inf
         self._last_end = time.perf_counter()  # the end of the last window that was open
@@ -323,8 +322,6 @@ class BesideThread:
     that the next tick needs but the command does not)."""
 
     def __init__(self, name: str) -> None:
-        import threading
-
         self.name = name
         self._thread: threading.Thread | None = None
         self._go = threading.Semaphore(0)
@@ -336,8 +333,6 @@ class BesideThread:
 
     def start(self, job: Callable[[], None]) -> None:
         """Run ``job`` on the thread (after joining the previous one)."""
-        import threading
-
         self.join()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)

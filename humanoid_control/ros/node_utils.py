@@ -175,9 +175,14 @@ def spin_in_windows(executor: Any, gate: Any) -> None:
     except ImportError:  # older rclpy
         ConditionReachedException = TimeoutException
 
-    while rclpy.ok():
-        if gate.window(0.1) is None:
-            continue
+    def await_window() -> bool:
+        """Wait (GIL released) until the gate is open; False once the context is shut down."""
+        while rclpy.ok():
+            if gate.window(0.1) is not None:
+                return True
+        return False
+
+    while await_window():
         try:
             # no timeout: a wait that timed out would run Python at the window's end, next to the loop's
             # deadline, every tick; this way only work that arrives does (rcl_wait's wake-up processing), and
@@ -187,8 +192,8 @@ def spin_in_windows(executor: Any, gate: Any) -> None:
             continue
         except ShutdownException:
             return
-        while gate.window(0.1) is None and rclpy.ok():
-            pass  # ready after its window closed: at the next one (or a starved one)
+        if not await_window():  # ready after its window closed: run it at the next one (or a starved one)
+            return
         handler()
         exception = handler.exception()
         if exception is not None:
