@@ -15,14 +15,14 @@ import pytest
 
 from humanoid_control.driver.driver_core import CommandError
 from humanoid_control.driver.in_loop import JointHoldCore, checked_command, parse_node_parameters
-from humanoid_control.driver.loop_stats import Histogram, LoopStats
-from humanoid_control.driver.realtime import (
+from humanoid_control.loop.realtime import (
     RealtimeSettingError,
     RealtimeSettings,
     SlackCollector,
     parse_cpus,
     parse_priority,
 )
+from humanoid_control.loop.stats import Histogram, LoopStats
 
 
 def test_priorities_auto_only_with_a_controller_in_the_loop() -> None:
@@ -131,7 +131,7 @@ def test_slack_collector_collects_only_with_slack() -> None:
 
 _APPLY = """
 import json, os, resource, sys, threading
-from humanoid_control.driver.realtime import RealtimeSettings, apply_to_loop_thread
+from humanoid_control.loop.realtime import RealtimeSettings, apply_to_loop_thread
 threading.Thread(target=threading.Event().wait, daemon=True).start()  # another thread: process_priority
 settings = RealtimeSettings(**json.loads(sys.argv[1]))
 if sys.argv[2] == "drop" and os.geteuid() == 0:
@@ -238,7 +238,7 @@ def test_slack_gate_opens_windows_and_never_starves_the_executor_for_good() -> N
     import threading
     import time
 
-    from humanoid_control.driver.realtime import SlackGate
+    from humanoid_control.loop.realtime import SlackGate
 
     gate = SlackGate(starve_s=0.05)
     assert gate.window(0.0) == math.inf  # open at construction (before the loop runs)

@@ -109,14 +109,14 @@ def baseline_loop(
 
     from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
     from humanoid_control.driver.in_loop import JointHoldCore, checked_command
-    from humanoid_control.driver.loop_stats import LoopStats
-    from humanoid_control.driver.realtime import (
+    from humanoid_control.hardware.mujoco_sim import MujocoBackend, tilt_from_quat
+    from humanoid_control.loop.realtime import (
         RealtimeSettings,
         SlackCollector,
         apply_to_loop_thread,
         sleep_until,
     )
-    from humanoid_control.hardware.mujoco_sim import MujocoBackend, tilt_from_quat
+    from humanoid_control.loop.stats import LoopStats
     from humanoid_control.model.robot_config import load_robot_config
 
     config = load_robot_config("g1")

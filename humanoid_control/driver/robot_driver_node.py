@@ -83,8 +83,11 @@ from humanoid_control.driver.in_loop import (
     InLoopState,
     parse_node_parameters,
 )
-from humanoid_control.driver.loop_stats import Histogram, LoopStats
-from humanoid_control.driver.realtime import (
+from humanoid_control.hardware.base import RobotBackend
+from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
+from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
+from humanoid_control.hardware.registry import BACKENDS, HARDWARE_BACKENDS, create_backend
+from humanoid_control.loop.realtime import (
     AUTO_PROCESS_PRIORITY,
     AUTO_THREAD_PRIORITY,
     AppliedSettings,
@@ -97,10 +100,7 @@ from humanoid_control.driver.realtime import (
     sleep_until,
     unlock_all_memory,
 )
-from humanoid_control.hardware.base import RobotBackend
-from humanoid_control.hardware.mujoco_sim import ImuNoise, tilt_from_quat
-from humanoid_control.hardware.push import PushError, PushLimits, PushRequest, validate_push
-from humanoid_control.hardware.registry import BACKENDS, HARDWARE_BACKENDS, create_backend
+from humanoid_control.loop.stats import Histogram, LoopStats
 from humanoid_control.model.robot_config import ConfigError, load_robot_config
 from humanoid_control.model.robot_model import FrictionPatch
 from humanoid_control.ros.lockstep import ACK_TOPIC, PeerTable, ack_qos, tick_stream_qos

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from humanoid_control.driver.realtime import BesideThread
 from humanoid_control.hardware.base import RobotBackend
+from humanoid_control.hardware.beside_thread import BesideThread
 from humanoid_control.hardware.push import PushRequest
 from humanoid_control.hardware.scene import SceneSpec
 from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState, Wrench

@@ -161,7 +161,7 @@ def _coerce_integer_override(node: Any, name: str) -> None:
 
 def spin_in_windows(executor: Any, gate: Any) -> None:
     """``executor.spin()``, each callback started only while ``gate`` is open
-    (:class:`~humanoid_control.driver.realtime.SlackGate`: a real-time loop's slack).
+    (:class:`~humanoid_control.loop.realtime.SlackGate`: a real-time loop's slack).
 
     Built on the executor's public ``wait_for_ready_callbacks``: wait for a window, then for work (the GIL
     released in ``rcl_wait``), and run the ready callback if a window is open, else at the next one (its
