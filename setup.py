@@ -47,7 +47,8 @@ setup(
             # ROS 2 nodes (ros2 run humanoid_stack <name>)
             "robot_driver = humanoid_control.driver.robot_driver_node:main",
             "robot_description = humanoid_bringup.description.robot_description_node:main",
-            "joint_hold_controller = humanoid_control.driver.joint_hold_node:main",
+            "joint_hold_controller = humanoid_control.controllers.controller_node:joint_hold_main",
+            "controller_node = humanoid_control.controllers.controller_node:main",
             "policy_runner = humanoid_policy.policy_runner_node:main",
             "state_estimator = humanoid_control.estimation.state_estimator_node:main",
             "wbc_controller = humanoid_control.wbc.wbc_node:main",
@@ -66,6 +67,14 @@ setup(
             "humanoid-graph = humanoid_bringup.node_graph:main",
             "humanoid-policy = humanoid_policy.check:main",
             "humanoid-teleop = humanoid_bringup.teleop:main",
+        ],
+        # controllers found by name (humanoid_control/controllers/registry.py): a Controller subclass is hosted
+        # by the generic node adapter and the driver's loop; the others are node classes of their own
+        "humanoid_stack.controllers": [
+            "joint_hold = humanoid_control.controllers.joint_hold:JointHoldController",
+            "policy = humanoid_policy.policy_runner_node:PolicyRunnerNode",
+            "wbc_stand = humanoid_control.wbc.wbc_node:WbcNode",
+            "mpc_walk = humanoid_control.walking.walking_node:WalkingNode",
         ],
     },
 )

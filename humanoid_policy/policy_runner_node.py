@@ -634,6 +634,12 @@ class PolicyRunnerNode(QuietNode):
         if publish:
             self.pub_diag.publish(msg)
 
+    @classmethod
+    def in_loop_node(cls, driver: Any, kwargs: dict[str, Any]) -> PolicyRunnerNode:
+        """The policy runner in the driver's loop (registered controller ``policy``): its gains set on the
+        driver's parameters directly."""
+        return cls(in_loop_gains=driver.set_gains_in_process, **kwargs)
+
     def close(self) -> None:
         """Leave the driver's lockstep (it stops waiting for this node)."""
         self.peer.leave()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from humanoid_control.driver.driver_core import CommandError
-from humanoid_control.driver.in_loop import JointHoldCore, checked_command, parse_node_parameters
+from humanoid_control.driver.in_loop import checked_command, parse_node_parameters
 from humanoid_control.loop.realtime import (
     RealtimeSettingError,
     RealtimeSettings,
@@ -67,8 +67,6 @@ def test_in_loop_commands_are_checked() -> None:
         checked_command(3, 0.0, np.array([0.1, np.nan, 0.3]))
     with pytest.raises(CommandError, match="2 values for 3 joints"):
         checked_command(3, 0.0, np.array([0.1, 0.2]))
-    hold = JointHoldCore(np.array([0.1, -0.2]))
-    assert np.array_equal(hold.command(2.0).q, [0.1, -0.2]) and hold.command(2.0).stamp == 2.0
 
 
 def test_histogram_percentiles_and_maximum() -> None:

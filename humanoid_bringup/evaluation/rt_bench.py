@@ -107,8 +107,11 @@ def baseline_loop(
     next read, as in the driver's realtime loop (its ``physics_thread`` parameter, default true)."""
     import numpy as np
 
+    from humanoid_control.controllers.host import ControllerHost
+    from humanoid_control.controllers.interface import ControllerState
+    from humanoid_control.controllers.joint_hold import JointHoldController
     from humanoid_control.driver.driver_core import DriverCore, DriverMode, DriverSettings, JointCommand
-    from humanoid_control.driver.in_loop import JointHoldCore, checked_command
+    from humanoid_control.driver.in_loop import checked_command
     from humanoid_control.hardware.mujoco_sim import MujocoBackend, tilt_from_quat
     from humanoid_control.loop.realtime import (
         RealtimeSettings,
@@ -129,10 +132,14 @@ def baseline_loop(
     period = 1.0 / rate
     step: Any = None
     if work == "joint_hold":
-        hold = JointHoldCore(config.array("default"))
+        hold = ControllerHost(JointHoldController(), config)  # as the driver's loop hosts it
 
         def step(t: float, s: Any) -> JointCommand | None:
-            return hold.command(t)
+            return hold.step(
+                ControllerState(
+                    stamp=t, q=s.q, dq=s.dq, imu_quat=s.imu_quat, gyro=s.gyro, driver_mode=core.mode.value
+                )
+            )
 
     elif work == "policy":
         from humanoid_policy.manifest import load_policy

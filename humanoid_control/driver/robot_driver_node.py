@@ -69,6 +69,13 @@ from sensor_msgs.msg import Imu, JointState, Joy
 from std_msgs.msg import Header, String
 from std_srvs.srv import SetBool, Trigger
 
+from humanoid_control.controllers.registry import (
+    NO_CONTROLLER,
+    is_controller_class,
+    load_controller,
+    registered_controllers,
+    resolve_name,
+)
 from humanoid_control.driver.driver_core import (
     CommandError,
     DriverCore,
@@ -78,7 +85,6 @@ from humanoid_control.driver.driver_core import (
     validate_gains,
 )
 from humanoid_control.driver.in_loop import (
-    IN_LOOP_CONTROLLERS,
     InLoopController,
     InLoopState,
     parse_node_parameters,
@@ -539,16 +545,25 @@ class RobotDriverNode(QuietNode):
         self.in_loop_kind = declare(
             self,
             "in_loop_controller",
-            "none",
-            f"controller called from this loop, in this process: {' | '.join(IN_LOOP_CONTROLLERS)} (its node "
-            "is created here as its ROS interface)",
+            NO_CONTROLLER,
+            "registered controller called from this loop, in this process (none: no controller in the loop); "
+            "its node is created here as its ROS interface",
             read_only=True,
         )
-        if self.in_loop_kind not in IN_LOOP_CONTROLLERS:
-            raise ValueError(
-                f"parameter in_loop_controller: '{self.in_loop_kind}' is not one of "
-                f"{', '.join(IN_LOOP_CONTROLLERS)}"
-            )
+        launched = declare(
+            self,
+            "controller",
+            NO_CONTROLLER,
+            "the launch's controller (none or a registered controller's name): an unknown name is refused at "
+            "start with the list of registered ones",
+            read_only=True,
+        )
+        for parameter, value in (("in_loop_controller", self.in_loop_kind), ("controller", launched)):
+            if value != NO_CONTROLLER:
+                try:
+                    load_controller(value)
+                except ValueError as exc:  # UnknownControllerError lists the registered ones
+                    raise ValueError(f"parameter {parameter}: {exc}") from None
         raw = declare(
             self,
             "in_loop_parameters",
@@ -672,31 +687,32 @@ class RobotDriverNode(QuietNode):
         return dict(context=self.context, parameter_overrides=overrides, use_global_arguments=False)
 
     def _make_in_loop_controller(self) -> Any:
-        """The in-loop controller's node, in this process, its parameters from ``in_loop_parameters``."""
+        """The in-loop controller's node, in this process, its parameters from ``in_loop_parameters``: the
+        generic node adapter for a :class:`~humanoid_control.controllers.interface.Controller`, else the
+        registered node class's ``in_loop_node(driver, kwargs)``."""
         kwargs = self._in_process_node_kwargs(self.in_loop_parameters, "in_loop_parameters")
-        if self.in_loop_kind == "joint_hold":
-            from humanoid_control.driver.joint_hold_node import JointHoldNode
+        registered = load_controller(self.in_loop_kind)
+        if is_controller_class(registered):
+            from humanoid_control.controllers.controller_node import ControllerNode
 
-            return JointHoldNode(in_loop=True, **kwargs)
-        if self.in_loop_kind == "wbc":
-            from humanoid_control.estimation.state_estimator_node import StateEstimatorNode
-            from humanoid_control.wbc.wbc_node import WbcNode
-
-            # the estimator runs in the loop too (before the WBC, each tick): its node in this process
-            self.in_loop_estimator = StateEstimatorNode(
-                in_loop=True,
-                **self._in_process_node_kwargs(
-                    self.in_loop_estimator_parameters, "in_loop_estimator_parameters"
-                ),
+            return ControllerNode(in_loop=True, default_controller=resolve_name(self.in_loop_kind), **kwargs)
+        factory = getattr(registered, "in_loop_node", None)
+        if factory is None:
+            raise ValueError(
+                f"parameter in_loop_controller: {self.in_loop_kind} cannot run in the driver's loop "
+                f"(controllers registered: {', '.join(registered_controllers())})"
             )
-            self.extra_nodes.append(self.in_loop_estimator)
-            return WbcNode(in_loop=True, in_loop_lockstep=self.clock_mode == "lockstep", **kwargs)
-        from humanoid_policy.policy_runner_node import PolicyRunnerNode
+        return factory(self, kwargs)
 
-        return PolicyRunnerNode(in_loop_gains=self._set_gains_in_process, **kwargs)
+    def make_in_process_node(
+        self, node_class: Any, params: dict[str, Any], parameter: str, **extra: Any
+    ) -> Any:
+        """A node of ``node_class`` in this process, with this context and ``params`` (from the driver
+        parameter ``parameter``) as overrides; for an in-loop controller's factory."""
+        return node_class(**extra, **self._in_process_node_kwargs(params, parameter))
 
-    def _set_gains_in_process(self, kp: list[float], kd: list[float]) -> str | None:
-        """The in-loop policy's gains: the ``command_kp`` / ``command_kd`` parameters, set here."""
+    def set_gains_in_process(self, kp: list[float], kd: list[float]) -> str | None:
+        """An in-loop controller's gains: the ``command_kp`` / ``command_kd`` parameters, set here."""
         from rclpy.parameter import Parameter
 
         result = self.set_parameters_atomically(

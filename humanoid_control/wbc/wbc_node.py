@@ -253,6 +253,22 @@ class WbcNode(QuietNode):
         """The controller this node runs (the walking node runs its own)."""
         return StandingController(self.config, balance=balance, command=command)
 
+    @classmethod
+    def in_loop_node(cls, driver: Any, kwargs: dict[str, Any]) -> WbcNode:
+        """The WBC in the driver's loop (registered controller ``wbc_stand``): the state estimator's node in
+        the driver's process too (its ``in_loop_estimator``, called before the WBC each tick, as /odom
+        before it)."""
+        from humanoid_control.estimation.state_estimator_node import StateEstimatorNode
+
+        driver.in_loop_estimator = driver.make_in_process_node(
+            StateEstimatorNode,
+            driver.in_loop_estimator_parameters,
+            "in_loop_estimator_parameters",
+            in_loop=True,
+        )
+        driver.extra_nodes.append(driver.in_loop_estimator)
+        return cls(in_loop=True, in_loop_lockstep=driver.clock_mode == "lockstep", **kwargs)
+
     def close(self) -> None:
         """Leave the driver's lockstep."""
         self.peer.leave()

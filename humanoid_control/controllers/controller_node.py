@@ -1,0 +1,282 @@
+"""The generic node adapter: any registered controller as a ROS 2 node, or in the driver's loop.
+
+``ros2 run humanoid_stack controller_node --ros-args -p controller:=<name>`` (the launch file's
+``controller:=<name>`` for every registered controller that has no node of its own) hosts the controller
+registered under ``<name>`` (:mod:`~humanoid_control.controllers.registry`) through a
+:class:`~humanoid_control.controllers.host.ControllerHost`:
+
+- parameters: ``controller``, ``robot``, ``lockstep``, ``autostart`` and every parameter the controller
+  declares (with its description and range; read-only: a controller is configured once);
+- in: ``/joint_states`` and ``/imu/data`` (paired by stamp: tick k is answered from both of tick k),
+  ``/cmd_vel`` (geometry_msgs/Twist, base frame; the latest one is in each tick's state);
+- out: ``/joint_commands`` (position, velocity, effort; stamped with the state it answers), ``~/state``
+  (std_msgs/String, JSON, latched: on every start and stop), ``/diagnostics`` (once a second of the
+  driver's clock);
+- services: ``~/start`` and ``~/stop`` (std_srvs/Trigger): activate at the next state, deactivate now;
+- lockstep (``lockstep:=true``): a peer of the driver, acknowledging each tick once its command is out.
+
+In the driver's loop (driver parameter ``in_loop_controller: <name>``) the driver creates this node in its
+process with ``in_loop`` set: the driver's loop thread calls :meth:`ControllerNode.in_loop_step` each tick
+(the same host, the same calls) and the commands are mirrored on ``~/joint_commands`` for tooling.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from humanoid_control.controllers.host import ControllerHost
+from humanoid_control.controllers.interface import ControllerState
+from humanoid_control.controllers.registry import create_controller
+from humanoid_control.driver.driver_core import CommandError, JointCommand
+from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
+from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
+
+_PENDING_MAX = 50  # unpaired samples kept per stream (a quarter of a second at 200 Hz)
+
+
+class ControllerNode(QuietNode):
+    """Hosts one registered controller (see the module docstring).
+
+    Args:
+        in_loop: created by the driver to be called from its loop (no state subscriptions, no lockstep peer).
+        default_controller: the ``controller`` parameter's default (the driver passes its
+            ``in_loop_controller``; the ``joint_hold_controller`` entry point passes ``joint_hold``).
+        node_name: the node's name (default ``<controller>_controller``).
+    """
+
+    def __init__(
+        self,
+        in_loop: bool = False,
+        default_controller: str = "joint_hold",
+        node_name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(node_name or f"{default_controller}_controller", **kwargs)
+        name = declare(
+            self, "controller", default_controller, "registered controller to host", read_only=True
+        )
+        controller = create_controller(name)  # UnknownControllerError (a ValueError) lists the registered
+        robot = declare(self, "robot", "g1", "robot configuration name or YAML path", read_only=True)
+        self.config = load_robot_config(robot)
+        lockstep = declare(
+            self, "lockstep", False, "lockstep peer of the driver (/lockstep/ack)", read_only=True
+        )
+        autostart = declare(
+            self, "autostart", True, "activate at the first state (false: at ~/start)", read_only=True
+        )
+        params = {
+            key: declare(self, key, spec.default, spec.description, spec.low, spec.high, read_only=True)
+            for key, spec in controller.parameters.items()
+        }
+        if controller.needs_estimate and not in_loop:
+            raise ValueError(
+                f"controller {name} reads the state estimate: it runs in the driver's loop only "
+                "(in_loop:=true)"
+            )
+        self.host = ControllerHost(controller, self.config, params, autostart=autostart)
+        self.in_loop = in_loop
+        self.names = list(self.config.joint_names)
+        self.cmd_vel: np.ndarray | None = None
+        self._last_command: JointCommand | None = None
+        self._last_diag_s = -1
+        self.in_loop_logs: list[str] = []
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.pub_state = self.create_publisher(String, "~/state", latched)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
+        self.create_service(Trigger, "~/start", self._on_start)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        if in_loop:
+            self.pub = self.create_publisher(JointState, "~/joint_commands", qos)
+            self.peer = LockstepPeer(self, False)
+        else:
+            self.pub = self.create_publisher(JointState, "/joint_commands", qos)
+            stream = tick_stream_qos(latched=lockstep)
+            self._states: dict[int, JointState] = {}
+            self._imus: dict[int, Imu] = {}
+            self._done_key = -1
+            self.create_subscription(JointState, "/joint_states", self._on_joint_states, stream)
+            self.create_subscription(Imu, "/imu/data", self._on_imu, stream)
+            self.peer = LockstepPeer(self, lockstep)
+        self.index = None  # /joint_states order -> configuration order, from the first message
+        self._publish_status()
+
+    # ------------------------------------------------------------------ inputs
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        values = np.array([msg.linear.x, msg.linear.y, msg.angular.z], dtype=float)
+        if np.all(np.isfinite(values)):
+            self.cmd_vel = values
+        else:
+            self.get_logger().warning("refused a non-finite /cmd_vel", throttle_duration_sec=1.0)
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        self._pair(self._states, msg)
+
+    def _on_imu(self, msg: Imu) -> None:
+        self._pair(self._imus, msg)
+
+    def _pair(self, store: dict[int, Any], msg: Any) -> None:
+        key = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if key <= self._done_key:
+            return
+        store[key] = msg
+        if len(store) > _PENDING_MAX:
+            store.pop(min(store))
+        if key in self._states and key in self._imus:
+            self._done_key = key
+            self._process(self._states.pop(key), self._imus.pop(key))
+            for pending in (self._states, self._imus):
+                for old in [k for k in pending if k <= key]:
+                    del pending[old]
+
+    def _reorder(self, msg: JointState) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.index is None or len(self.index) != len(self.names):
+            where = {n: i for i, n in enumerate(msg.name)}
+            missing = [n for n in self.names if n not in where]
+            if missing:
+                self.get_logger().error(
+                    f"/joint_states lacks {len(missing)} joints (e.g. {missing[0]})",
+                    throttle_duration_sec=5.0,
+                )
+                return None
+            self.index = np.array([where[n] for n in self.names])
+        q = np.asarray(msg.position, dtype=float)[self.index]
+        dq = (
+            np.asarray(msg.velocity, dtype=float)[self.index]
+            if len(msg.velocity)
+            else np.zeros(len(self.names))
+        )
+        return q, dq
+
+    def _process(self, joints: JointState, imu: Imu) -> None:
+        pair = self._reorder(joints)
+        if pair is not None:
+            o, w, a = imu.orientation, imu.angular_velocity, imu.linear_acceleration
+            state = ControllerState(
+                stamp=from_time_msg(joints.header.stamp),
+                q=pair[0],
+                dq=pair[1],
+                imu_quat=np.array([o.w, o.x, o.y, o.z]),
+                gyro=np.array([w.x, w.y, w.z]),
+                driver_mode="",
+                accel=np.array([a.x, a.y, a.z]),
+                tau=np.asarray(joints.effort, dtype=float)[self.index] if len(joints.effort) else None,
+                cmd_vel=self.cmd_vel,
+            )
+            try:
+                command = self._step(state)
+            except CommandError as exc:
+                command = None
+                self.get_logger().warning(f"not sent: {exc}", throttle_duration_sec=1.0)
+            if command is not None:
+                self._publish_command(self.pub, command)
+            self._maybe_diagnostics(state.stamp)
+        self.peer.ack(joints.header.stamp)
+
+    # ------------------------------------------------------------------ the host
+    def _step(self, state: ControllerState) -> JointCommand | None:
+        was_active = self.host.active
+        command = self.host.step(state)
+        self._last_command = command
+        if self.host.active != was_active:
+            self._publish_status()
+        return command
+
+    def in_loop_step(self, state: Any) -> JointCommand | None:
+        """Driver's loop thread: this tick's command from the driver's state (``InLoopState``)."""
+        view = ControllerState(
+            stamp=state.stamp,
+            q=state.q,
+            dq=state.dq,
+            imu_quat=state.imu_quat,
+            gyro=state.gyro,
+            driver_mode=state.driver_mode,
+            accel=state.accel,
+            tau=state.tau,
+            estimate=state.estimate,
+            cmd_vel=self.cmd_vel,
+        )
+        return self._step(view)
+
+    def in_loop_mirror(self) -> None:
+        """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
+        if self._last_command is not None:
+            self._publish_command(self.pub, self._last_command)
+
+    def in_loop_diagnostics(self) -> None:
+        """Driver's loop thread, in the slack: this controller's diagnostics."""
+        if self.host.last_stamp is not None:
+            self._publish_diagnostics(self.host.last_stamp)
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_command(self, pub: Any, command: JointCommand) -> None:
+        msg = JointState(name=self.names)
+        msg.header.stamp = to_time_msg(command.stamp)
+        msg.position = command.q.tolist()
+        msg.velocity = command.dq.tolist()
+        msg.effort = command.tau_ff.tolist()
+        pub.publish(msg)
+
+    def _publish_status(self) -> None:
+        text = json.dumps(self.host.status())
+        self.pub_state.publish(String(data=text))
+
+    def _maybe_diagnostics(self, stamp: float) -> None:
+        second = int(stamp)
+        if second != self._last_diag_s:
+            self._last_diag_s = second
+            self._publish_diagnostics(stamp)
+
+    def _publish_diagnostics(self, stamp: float) -> None:
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK,
+            name=f"{self.get_name()}: controller {self.host.name}",
+            message="active" if self.host.active else "inactive",
+            hardware_id=f"{self.config.name}/{self.host.name}",
+            values=[KeyValue(key=k, value=v) for k, v in self.host.report().items()],
+        )
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = to_time_msg(stamp)
+        self.pub_diag.publish(msg)
+
+    # ------------------------------------------------------------------ services
+    def _on_start(self, _req: Any, resp: Any) -> Any:
+        resp.success, resp.message = self.host.start()
+        self._publish_status()
+        return resp
+
+    def _on_stop(self, _req: Any, resp: Any) -> Any:
+        resp.success, resp.message = self.host.stop()
+        self._publish_status()
+        return resp
+
+    def close(self) -> None:
+        """Leave the driver's lockstep."""
+        self.peer.leave()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``ros2 run humanoid_stack controller_node --ros-args -p controller:=<name>``."""
+    return run_node(lambda: ControllerNode(node_name="controller"), args, "controller_node")
+
+
+def joint_hold_main(args: list[str] | None = None) -> int:
+    """Entry point: ``ros2 run humanoid_stack joint_hold_controller`` (the generic node, joint_hold)."""
+    return run_node(lambda: ControllerNode(default_controller="joint_hold"), args, "joint_hold_controller")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
