@@ -40,15 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_policy.manifest import (
-    ManifestError,
-    ObsTerm,
-    PolicyManifest,
-    _read_mapping,
-    _vector,
-    onnx_problems,
-    read_onnx_signature,
-)
+from humanoid_policy.manifest_onnx import onnx_problems, read_onnx_signature
+from humanoid_policy.manifest_types import ManifestError, ObsTerm, PolicyManifest, _read_mapping, _vector
 
 DESCRIPTOR_SUFFIX = "_IO_descriptors"
 

@@ -25,342 +25,46 @@ wrong lengths - raises :class:`ManifestError` here, never while the robot moves.
 Units: rad, rad/s, m/s, N m/rad (kp), N m s/rad (kd), Hz. Frames: angular velocity and projected gravity in
 the base (IMU) frame; commands in the heading frame (x forward, y left, z up).
 
-About 800 lines for one concept, the manifest contract: the loaders share its validation (``_vector``,
-``_terms``, ``onnx_problems``, ``robot_problems``), so they stay with it; the IO-descriptor loader, which
-collects every problem of a file rather than raising the first, has its own module.
+This module holds the loaders and the lookup; the contract itself (the dataclasses, :class:`ManifestError`,
+the shared validation ``_vector`` and ``_read_mapping``) is in :mod:`humanoid_policy.manifest_types`, the
+check against the ONNX network (:func:`read_onnx_signature`, :func:`onnx_problems`) in
+:mod:`humanoid_policy.manifest_onnx`; both are re-exported here. The IO-descriptor loader, which collects
+every problem of a file rather than raising the first, has its own module and builds on those two, not on
+this one.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from humanoid_control.model.robot_config import ConfigError, RobotConfig, resolve_sources
-
-
-class ManifestError(ValueError):
-    """A policy manifest is malformed or does not fit the ONNX model or the robot; the message says how."""
-
-
-# Observation term kinds the builder knows, with their size (``None`` = one value per policy joint).
-TERM_KINDS: dict[str, int | None] = {
-    "base_ang_vel": 3,  # IMU angular velocity in the base frame (rad/s)
-    "projected_gravity": 3,  # unit gravity vector in the base frame
-    "command_lin_vel": 2,  # (vx, vy) command (m/s)
-    "command_ang_vel": 1,  # (wz) command (rad/s)
-    "velocity_command": 3,  # (vx, vy, wz)
-    "dof_pos": None,  # q - default pose (rad)
-    "dof_vel": None,  # dq (rad/s)
-    "actions": None,  # last raw policy output
-    "sin_phase": 2,  # sin of the gait phase of each leg
-    "cos_phase": 2,
-}
-# Names other frameworks use for the same quantities.
-TERM_ALIASES = {
-    "ang_vel": "base_ang_vel",
-    "gravity_vec": "projected_gravity",
-    "velocity_commands": "velocity_command",
-    "commands": "velocity_command",
-    "joint_pos_rel": "dof_pos",
-    "joint_pos": "dof_pos",
-    "joint_vel_rel": "dof_vel",
-    "joint_vel": "dof_vel",
-    "last_action": "actions",
-}
-COMMAND_AXES = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
-
-
-@dataclass(frozen=True)
-class ObsTerm:
-    """One observation term.
-
-    Attributes:
-        name: the term's name in the source convention (sorting key for ``order: alphabetical``).
-        kind: one of :data:`TERM_KINDS`.
-        dim: values per sample.
-        scale: multiplier, scalar or one per value.
-        clip: symmetric clip applied after scaling (``None``: none).
-        history: samples kept, oldest first in the vector (per term, as Isaac Lab and holosoma do).
-        joints: joint names of a per-joint term (``dof_pos``, ``dof_vel``) when they are not the policy's
-            action joints (empty: the manifest's ``joint_names``).
-        offset: subtracted from a per-joint term's raw value, per joint (rad, rad/s); ``None``: ``dof_pos``
-            uses the manifest's ``default_pose``, ``dof_vel`` zero.
-        clip_range: ``(lo, hi)`` clip of the raw value (after the offset) *before* scaling, Isaac Lab's order
-            (``None``: none).
-    """
-
-    name: str
-    kind: str
-    dim: int
-    scale: np.ndarray
-    clip: float | None = None
-    history: int = 1
-    joints: tuple[str, ...] = ()
-    offset: np.ndarray | None = None
-    clip_range: tuple[float, float] | None = None
-
-    @property
-    def size(self) -> int:
-        """Entries this term occupies in the observation vector."""
-        return self.dim * self.history
-
-
-@dataclass(frozen=True)
-class PhaseClock:
-    """Gait clock: one phase per leg (rad, wrapped to [-pi, pi)), advanced once per policy step.
-
-    Attributes:
-        period_s: gait period (s); the phase advances ``2 pi / (rate_hz period_s)`` per step.
-        start: phases when walking starts (left, right).
-        standing: phases held while the command is (near) zero.
-        zero_threshold: a command whose linear and angular norms are both below this counts as zero.
-    """
-
-    period_s: float = 1.0
-    start: tuple[float, float] = (0.0, math.pi)
-    standing: tuple[float, float] = (math.pi, math.pi)
-    zero_threshold: float = 0.01
-
-
-@dataclass(frozen=True)
-class RecurrentState:
-    """A recurrent network's state tensor: fed as ``input``, read back from ``output`` after each step.
-
-    Isaac Lab's LSTM exporter writes ``h_in`` / ``c_in`` -> ``h_out`` / ``c_out`` of shape
-    ``(num_layers, 1, hidden)``; the state starts at zero and is zeroed again on every policy reset.
-    """
-
-    input: str
-    output: str
-    shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class PolicyManifest:
-    """The full contract of one policy (all per-joint arrays in the *policy's* joint order).
-
-    Attributes:
-        name: display name. source: where the manifest came from (file path).
-        onnx_path: the network. input_name / output_name: its tensors.
-        joint_names: the policy's joint order (names as in the robot configuration).
-        default_pose: action offset and ``dof_pos`` reference (rad).
-        action_scale: target = default_pose + action_scale * action (rad per unit action).
-        action_clip: symmetric clip of the raw action before use and feedback (``None``: none).
-        kp, kd: PD gains the joints must run with (N m/rad, N m s/rad).
-        rate_hz: policy steps per second.
-        command_ranges: ``{lin_vel_x|lin_vel_y|ang_vel_z: (lo, hi)}``; commands are clipped to them.
-        terms: observation terms in vector order.
-        history_fill: ``zeros`` or ``first`` (repeat the first sample).
-        phase: gait clock, if the policy observes one.
-        action_offset: target offset when it is not ``default_pose`` (Isaac Lab's ``JointPositionAction``
-            ``offset``; ``None``: ``default_pose``).
-        target_clip: per-joint ``(lo, hi)`` clip of the targets (rad) after scale and offset, shape (n, 2)
-            (Isaac Lab's ``JointAction`` ``clip``; ``None``: none).
-        recurrent: state tensors of a recurrent network (empty: feed-forward).
-    """
-
-    name: str
-    source: str
-    onnx_path: Path
-    input_name: str
-    output_name: str
-    joint_names: tuple[str, ...]
-    default_pose: np.ndarray
-    action_scale: np.ndarray
-    action_clip: float | None
-    kp: np.ndarray
-    kd: np.ndarray
-    rate_hz: float
-    command_ranges: dict[str, tuple[float, float]]
-    terms: tuple[ObsTerm, ...]
-    history_fill: str = "zeros"
-    phase: PhaseClock | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    action_offset: np.ndarray | None = None
-    target_clip: np.ndarray | None = None
-    recurrent: tuple[RecurrentState, ...] = ()
-
-    @property
-    def target_offset(self) -> np.ndarray:
-        """Joint target for a zero action (rad, policy order)."""
-        return self.default_pose if self.action_offset is None else self.action_offset
-
-    @property
-    def num_joints(self) -> int:
-        """Joints the policy commands."""
-        return len(self.joint_names)
-
-    @property
-    def obs_size(self) -> int:
-        """Length of the observation vector."""
-        return sum(t.size for t in self.terms)
-
-    def term_slices(self) -> dict[str, slice]:
-        """Where each term sits in the observation vector."""
-        out: dict[str, slice] = {}
-        start = 0
-        for t in self.terms:
-            out[t.name] = slice(start, start + t.size)
-            start += t.size
-        return out
-
-    def robot_indices(self, robot: RobotConfig) -> np.ndarray:
-        """Index in the robot's joint order of each policy joint (raises if the robot lacks one)."""
-        index = {n: i for i, n in enumerate(robot.joint_names)}
-        missing = [n for n in self.joint_names if n not in index]
-        if missing:
-            raise ManifestError(
-                f"policy '{self.name}' commands joints that robot '{robot.name}' does not have: {missing}"
-            )
-        return np.array([index[n] for n in self.joint_names], dtype=int)
-
-    def robot_problems(self, robot: RobotConfig) -> list[str]:
-        """Every way the policy does not fit ``robot``, one message each (empty: it fits).
-
-        Joints are matched by name: a policy or observation joint the robot lacks; the default pose outside
-        the joint limits; gains above the robot's ``gain_limits``.
-        """
-        known = set(robot.joint_names)
-        problems = []
-        missing = [n for n in self.joint_names if n not in known]
-        if missing:
-            problems.append(f"unknown joints: robot '{robot.name}' has no {missing}")
-        for term in self.terms:
-            absent = [n for n in term.joints if n not in known]
-            if absent:
-                problems.append(f"observation term '{term.name}' reads unknown joints {absent}")
-        index = {n: i for i, n in enumerate(robot.joint_names)}
-        rows = [(i, index[n]) for i, n in enumerate(self.joint_names) if n in index]
-        lower, upper = robot.array("lower"), robot.array("upper")
-        outside = [
-            f"{self.joint_names[i]} {self.default_pose[i]:+.4f} not in [{lower[r]:+.4f}, {upper[r]:+.4f}]"
-            for i, r in rows
-            if not lower[r] <= self.default_pose[i] <= upper[r]
-        ]
-        if outside:
-            problems.append(f"default pose outside the joint limits: {'; '.join(outside)}")
-        kp, kd = np.zeros(robot.num_joints), np.zeros(robot.num_joints)
-        for i, r in rows:
-            kp[r], kd[r] = self.kp[i], self.kd[i]
-        beyond = robot.gain_limit_violations(kp, kd)
-        if beyond:
-            problems.append(f"gains beyond the robot's limits: {'; '.join(beyond)}")
-        return problems
-
-    def check_robot(self, robot: RobotConfig) -> np.ndarray:
-        """Check the policy fits ``robot`` (:meth:`robot_problems`, all of them in one error); the robot
-        indices of the policy's joints."""
-        problems = self.robot_problems(robot)
-        if problems:
-            fit = f"policy '{self.name}' does not fit robot '{robot.name}'"
-            raise ManifestError(f"{fit}: " + " | ".join(problems))
-        return self.robot_indices(robot)
-
-
-# ---------------------------------------------------------------------------------------------- helpers
-def _fail(where: str, message: str) -> ManifestError:
-    return ManifestError(f"{where}: {message}")
-
-
-def _vector(value: Any, n: int, what: str, where: str, names: tuple[str, ...] | None = None) -> np.ndarray:
-    """A float vector of length n from a scalar, a list, or a ``{joint name or regex: value}`` table."""
-    if value is None:
-        raise _fail(where, f"{what} is missing")
-    if isinstance(value, dict):
-        if names is None:
-            raise _fail(where, f"{what}: a name table needs joint names")
-        out = np.full(n, np.nan)
-        for i, name in enumerate(names):
-            for pattern, v in value.items():
-                if re.fullmatch(str(pattern), name):
-                    out[i] = float(v)
-                    break
-        missing = [names[i] for i in np.flatnonzero(np.isnan(out))]
-        if missing:
-            raise _fail(where, f"{what}: no value for joints {missing}")
-        return out
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise _fail(where, f"{what} is not numeric: {value!r}") from exc
-    if arr.ndim == 0:
-        arr = np.full(n, float(arr))
-    if arr.shape != (n,):
-        raise _fail(where, f"{what} has {arr.size} values, expected {n}")
-    if not np.all(np.isfinite(arr)):
-        raise _fail(where, f"{what} has non-finite values")
-    return arr
-
-
-@dataclass(frozen=True)
-class OnnxSignature:
-    """Tensors of an ONNX model: name -> shape (``None`` for a symbolic dimension), in graph order, and its
-    custom metadata (JSON-decoded where possible)."""
-
-    path: Path
-    inputs: dict[str, tuple[int | None, ...]]
-    outputs: dict[str, tuple[int | None, ...]]
-    metadata: dict[str, Any]
-
-    def last_dim(self, shapes: dict[str, tuple[int | None, ...]], name: str) -> int | None:
-        """The last dimension of tensor ``name`` in ``shapes`` (None if unknown)."""
-        shape = shapes.get(name, ())
-        return shape[-1] if shape else None
-
-    def recurrent_state(self, obs_input: str) -> tuple[list[RecurrentState], list[str]]:
-        """State tensors besides ``obs_input``: each ``<x>_in`` input paired with its ``<x>_out`` output
-        (Isaac Lab's exporter: ``h_in``/``c_in`` -> ``h_out``/``c_out``); the problems found."""
-        states, problems = [], []
-        for name, shape in self.inputs.items():
-            if name == obs_input:
-                continue
-            out = name[: -len("_in")] + "_out" if name.endswith("_in") else None
-            if out is None or out not in self.outputs:
-                problems.append(
-                    f"ONNX {self.path.name} has an input '{name}' besides the observation '{obs_input}' and "
-                    f"no matching state output (a recurrent state '<x>_in' needs an output '<x>_out')"
-                )
-            elif any(d is None for d in shape) or self.outputs[out] != shape:
-                problems.append(
-                    f"recurrent state '{name}' -> '{out}' needs one fixed shape, got {list(shape)} and "
-                    f"{list(self.outputs[out])}"
-                )
-            else:
-                states.append(RecurrentState(name, out, tuple(int(d) for d in shape)))  # type: ignore[arg-type]
-        return states, problems
-
-
-def read_onnx_signature(path: Path, where: str) -> OnnxSignature:
-    """Load ``path`` with onnxruntime (CPU) and describe its tensors; ManifestError if it cannot."""
-    import onnxruntime as ort
-
-    if not path.is_file():
-        raise _fail(where, f"ONNX file not found: {path}")
-    try:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        raise _fail(where, f"cannot load ONNX file {path}: {exc}") from exc
-
-    def shapes(tensors: Any) -> dict[str, tuple[int | None, ...]]:
-        return {t.name: tuple(d if isinstance(d, int) else None for d in (t.shape or ())) for t in tensors}
-
-    meta: dict[str, Any] = {}
-    for key, raw in session.get_modelmeta().custom_metadata_map.items():
-        try:
-            meta[key] = json.loads(raw)
-        except (ValueError, TypeError):
-            meta[key] = raw
-    return OnnxSignature(path, shapes(session.get_inputs()), shapes(session.get_outputs()), meta)
+from humanoid_policy.isaaclab_io import load_isaaclab_io_descriptors
+from humanoid_policy.manifest_onnx import (
+    OnnxSignature,
+    _check_against_onnx,
+    onnx_problems,
+    read_onnx_signature,
+)
+from humanoid_policy.manifest_types import (
+    COMMAND_AXES,
+    TERM_ALIASES,
+    TERM_KINDS,
+    ManifestError,
+    ObsTerm,
+    PhaseClock,
+    PolicyManifest,
+    RecurrentState,
+    _fail,
+    _read_mapping,
+    _vector,
+)
 
 
 def _command_ranges(value: Any, where: str) -> dict[str, tuple[float, float]]:
@@ -417,62 +121,7 @@ def _terms(spec: Any, n_joints: int, where: str) -> list[ObsTerm]:
     return terms
 
 
-def onnx_problems(m: PolicyManifest, onnx: OnnxSignature) -> tuple[list[RecurrentState], list[str]]:
-    """The manifest against its network: tensor names, observation and action sizes (both named when they
-    differ), recurrent state pairs, gains, rate, phase clock. The recurrent states and every problem."""
-    problems = []
-    name = onnx.path.name
-    if m.input_name not in onnx.inputs:
-        problems.append(f"ONNX {name} has no input '{m.input_name}' (inputs: {list(onnx.inputs)})")
-    if m.output_name not in onnx.outputs:
-        problems.append(f"ONNX {name} has no output '{m.output_name}' (outputs: {list(onnx.outputs)})")
-    size = onnx.last_dim(onnx.inputs, m.input_name)
-    if size is not None and size != m.obs_size:
-        problems.append(
-            f"observation size mismatch: the manifest's terms make {m.obs_size} values but ONNX input "
-            f"'{m.input_name}' of {name} takes {size}"
-        )
-    out = onnx.last_dim(onnx.outputs, m.output_name)
-    if out is not None and out != m.num_joints:
-        problems.append(
-            f"action size mismatch: the manifest names {m.num_joints} joints but ONNX output "
-            f"'{m.output_name}' has {out} values"
-        )
-    states, state_problems = onnx.recurrent_state(m.input_name)
-    problems += state_problems
-    if np.any(m.kp < 0) or np.any(m.kd < 0):
-        problems.append("gains must be non-negative")
-    if not (0.0 < m.rate_hz <= 1000.0):
-        problems.append(f"rate_hz {m.rate_hz} out of range (0, 1000]")
-    if m.history_fill not in ("zeros", "first"):
-        problems.append(f"history_fill must be 'zeros' or 'first', not '{m.history_fill}'")
-    phase_terms = [t.name for t in m.terms if t.kind in ("sin_phase", "cos_phase")]
-    if phase_terms and m.phase is None:
-        problems.append(f"terms {phase_terms} need a phase clock (phase: {{period_s: ...}})")
-    return states, problems
-
-
-def _check_against_onnx(m: PolicyManifest, onnx: OnnxSignature) -> PolicyManifest:
-    """:func:`onnx_problems`, raised as one ManifestError; the manifest with its recurrent states."""
-    states, problems = onnx_problems(m, onnx)
-    if problems:
-        raise _fail(m.source, " | ".join(problems))
-    return replace(m, recurrent=tuple(states))
-
-
 # ---------------------------------------------------------------------------------------------- loaders
-def _read_mapping(path: Path, what: str) -> dict[str, Any]:
-    """A YAML file that must hold a mapping; ManifestError naming ``what`` otherwise."""
-    where = str(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise _fail(where, f"cannot read {what}: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise _fail(where, f"a {what} is a YAML mapping")
-    return doc
-
-
 def load_manifest_yaml(path: str | Path) -> PolicyManifest:
     """Build a manifest from this project's manifest YAML (see ``docs/policy.md`` for every key)."""
     path = Path(path)
@@ -793,8 +442,6 @@ def load_policy_file(
     if fmt == "isaaclab_deploy":
         return load_isaaclab_deploy(path, onnx_path=onnx, robot=robot)
     if fmt == "isaaclab_io_descriptors":
-        from humanoid_policy.isaaclab_io import load_isaaclab_io_descriptors
-
         return load_isaaclab_io_descriptors(path, onnx_path=onnx)
     return load_manifest_yaml(path)
 
@@ -808,3 +455,29 @@ def load_policy(
     if robot is not None:
         manifest.check_robot(robot)
     return manifest
+
+
+__all__ = [
+    "COMMAND_AXES",
+    "POLICY_FORMATS",
+    "TERM_ALIASES",
+    "TERM_KINDS",
+    "ManifestError",
+    "ObsTerm",
+    "OnnxSignature",
+    "PhaseClock",
+    "PolicyManifest",
+    "RecurrentState",
+    "find_policy_file",
+    "holosoma_convention_path",
+    "known_policies",
+    "load_holosoma_onnx",
+    "load_isaaclab_deploy",
+    "load_isaaclab_io_descriptors",
+    "load_manifest_yaml",
+    "load_policy",
+    "load_policy_file",
+    "onnx_problems",
+    "policy_format",
+    "read_onnx_signature",
+]

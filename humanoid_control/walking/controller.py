@@ -45,20 +45,24 @@ as close as ``walk_push_width_min`` to the stance sole, and the hip strategy (``
 on until the end of the weight transfer that follows.
 
 Not yet: swing timing adaptation while walking (an earlier or later touchdown), yaw momentum.
+
+The modes, settings and status are in :mod:`humanoid_control.walking.controller_types` (re-exported here);
+the capture and crossing steps and the touchdown adjustment (:class:`PushRecoveryMixin`, a base of
+:class:`WalkingController`) in :mod:`humanoid_control.walking.push_recovery`.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import pinocchio as pin
 
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import PinocchioRobotModel, load_pinocchio_model
+from humanoid_control.walking.controller_types import WalkingSettings, WalkingStatus, WalkMode
 from humanoid_control.walking.footsteps import (
     SIDES,
     Footstep,
@@ -66,153 +70,15 @@ from humanoid_control.walking.footsteps import (
     FootstepPlanner,
     VelocityCommand,
     other_side,
-    side_sign,
 )
 from humanoid_control.walking.generator import WalkingGenerator, WalkingReference
-from humanoid_control.walking.geometry import Pose2D, distance_outside
+from humanoid_control.walking.geometry import Pose2D
+from humanoid_control.walking.push_recovery import PushRecoveryMixin
 from humanoid_control.walking.step_adjustment import DcmStepAdjuster, StepAdjustment, StepAdjustmentSettings
-from humanoid_control.walking.swing import _blend
 from humanoid_control.wbc.balance import _clamp, _edge_lines, _hull, _offset
 from humanoid_control.wbc.command import CommandGenerator, CommandSettings, JointCommand
 from humanoid_control.wbc.qp import WbcOutput, WbcSettings, WholeBodyQP
 from humanoid_control.wbc.solver import QpSolver
-
-
-class WalkMode(str, enum.Enum):
-    """What the controller does."""
-
-    STAND = "stand"
-    WALK = "walk"
-
-
-@dataclass
-class WalkingSettings:
-    """Gains and timing of :class:`WalkingController`.
-
-    Attributes:
-        dcm_gain: ``k / omega`` of the DCM law (dimensionless).
-        stand_dcm_gain: the same while standing.
-        cop_margin: ZMP kept this far inside the support polygon (m).
-        kp_height, kd_height: CoM height PD (1/s^2, 1/s).
-        replan_period: ZMP preview re-solve period (s), a multiple of the control period.
-        n_steps: footsteps planned ahead (their span should exceed the preview horizon).
-        stale_command_s: a command older than this (s) counts as zero: the robot finishes its step and stands.
-        step_adjustment: move the swing foot's touchdown by the DCM error predicted at touchdown.
-        capture_tolerance: dead band of that error (m), forward and lateral in the stance sole's frame.
-        adjust_window: the part of the swing (phase 0..1) in which the touchdown may move.
-        adjust_gain: scale of the touchdown move, forward and lateral in the stance sole's frame.
-        adjust_recovery_reach: the moved touchdown may go as far as a capture step (``recovery_reach``),
-            not only the walking step limits (a push while walking).
-        walk_push_error: a swing whose predicted touchdown DCM error ``(xi - xi_r) e^(omega t_left)`` (m)
-            exceeds this is pushed (``pushed_swings``): its sole may land as close as
-            ``walk_push_width_min`` (m) to the stance sole (the next stance's ZMP nearer a DCM pushed toward
-            the stance foot, which the swing foot cannot cross to catch), and the hip strategy is on with
-            ``walk_push_cmp_margin`` (m) until the end of the weight transfer after it. Unpushed walks stay
-            under 0.15 m (in process: the locomotion script, the top-speed ramp).
-        walk_adjust_reach: with ``adjust_recovery_reach``, the walking touchdown adjustment's reach
-            (forward, backward, width; m) instead of ``recovery_reach`` (None: the same): forward 0.45 m,
-            which saved 22.5 N s front pushes at mid single support in process that 0.4 m did not.
-        recovery_steps: standing, step when the DCM leaves the feet's support polygon.
-        recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
-        recovery_transfer: weight transfer before the capture step's swing (s).
-        recovery_min_swing: shortest capture swing (s).
-        cmp_margin: standing and in a capture step, the hip strategy: the CMP may leave the support polygon
-            by this much (m), the difference to the CoP made by a rate of centroidal angular momentum (as
-            :class:`~humanoid_control.wbc.balance.StandingBalance`); 0 turns it off.
-        walk_cmp_margin: the same while walking (m).
-        walk_recovery_threshold: at a touchdown, a DCM this far (m) from the plan's (a push) ends the walk:
-            the controller stands on both feet (capture steps allowed) and walks on once the DCM is back
-            within ``walk_start_radius`` (m) of the middle of the feet and the CoM slower than
-            ``walk_start_speed`` (m/s); 0 turns it off. Standing, a command starts a walk only from there.
-        walk_measured_replan_error: at a touchdown, a DCM within this distance (m) of the plan's (every
-            touchdown of an unpushed walk: at most 0.063 m measured in process) re-solves the preview from
-            the measured CoM; beyond it (a push) from the preview's own prediction moved with the feet (by
-            how far the foot landed from its planned place), so the DCM error stays visible to the next
-            swing's touchdown adjustment instead of being planned into a fall.
-        walk_transfer_extension: after such a pushed touchdown, the weight transfer may last this much (s)
-            longer than the plan's double support: while the DCM, pushed toward the former stance foot,
-            runs back from the ZMP held under that foot (toward the foot that just landed, which cannot
-            step across it); 0 turns it off.
-        wide_start_transfer: the first weight transfer (s) of a walk that starts from feet more than 5 cm
-            from the nominal stance (after a capture step).
-        crossing_steps: standing (or in the weight transfer of a standing capture step), a DCM beyond the
-            loaded sole's outer edge (across the walking frame) by more than ``crossing_threshold`` (m),
-            where no uncrossed step catches it, starts a crossing step instead: the unloaded foot lands
-            across the loaded one at ``crossing_step`` (forward of the loaded sole, beyond its centre line,
-            yaw toward it: m, m, rad, in the loaded sole's frame; the legs' reach:
-            ``scripts/crossing_reach.py``), its swing ``crossing_swing`` (s) long, moving along the loaded
-            sole first and across it after ``crossing_delay`` of the swing (clearing the stance foot); then
-            the loaded foot steps out from behind it (``crossing_exit_width`` (m) to its side, re-targeted
-            from the DCM as a capture step, as far as ``crossing_exit_reach`` (m) across the crossed foot:
-            stepping out of a crossed stance uncrosses the legs, so it reaches beyond ``recovery_reach``'s
-            width; 0.55 held 25 N s at 12 of 12 push timings in process through the estimator, 0.45 at 8).
-        crossing_max_travel: no crossing step farther than this (m) from where the crossing foot stands
-            (a wide stance after a step out: an uncrossed capture step instead).
-        friction: friction coefficient the QP assumes while walking, unless ``WbcSettings.friction`` is set.
-            Half the simulated feet's 0.6: with the standing controller's 0.5 the stance foot turned by up
-            to 0.35 rad under the swing leg's yaw moment at 0.6 m/s (MuJoCo's soft contacts creep near the
-            cone's edge) and the robot fell; with 0.3 it turned by less than 0.12 rad and walked on.
-    """
-
-    dcm_gain: float = 1.0
-    stand_dcm_gain: float = 1.5
-    cop_margin: float = 0.01
-    kp_height: float = 100.0
-    kd_height: float = 20.0
-    replan_period: float = 0.02
-    n_steps: int = 6
-    stale_command_s: float = 0.5
-    step_adjustment: bool = True
-    capture_tolerance: tuple[float, float] = (0.0, 0.0)
-    adjust_window: tuple[float, float] = (0.1, 0.8)
-    adjust_gain: tuple[float, float] = (1.0, 1.0)
-    adjust_recovery_reach: bool = True
-    friction: float = 0.3
-    recovery_steps: bool = True
-    recovery_threshold: float = 0.0
-    recovery_transfer: float = 0.05
-    recovery_min_swing: float = 0.25
-    recovery_reach: tuple[float, float, float] = (0.4, 0.36, 0.45)
-    walk_adjust_reach: tuple[float, float, float] | None = (0.45, 0.36, 0.45)
-    walk_push_error: float = 0.15
-    walk_push_width_min: float = 0.11
-    walk_push_cmp_margin: float = 0.06
-    recovery_offset: float = 0.2
-    cmp_margin: float = 0.06
-    walk_cmp_margin: float = 0.0
-    walk_recovery_threshold: float = 0.15
-    walk_measured_replan_error: float = 0.07
-    walk_transfer_extension: float = 0.3
-    walk_start_radius: float = 0.05
-    walk_start_speed: float = 0.1
-    wide_start_transfer: float = 0.8
-    crossing_steps: bool = True
-    crossing_threshold: float = 0.005
-    crossing_step: tuple[float, float, float] = (0.18, 0.05, 0.15)
-    crossing_swing: float = 0.25
-    crossing_delay: float = 0.4
-    crossing_exit_width: float = 0.3
-    crossing_max_travel: float = 0.4
-    crossing_exit_reach: float = 0.55
-
-
-@dataclass
-class WalkingStatus:
-    """Per tick, for diagnostics and plots (odom frame, m): CoM, DCM and their plan, ZMP commanded and
-    planned, the support polygon, contacts, the swing foot."""
-
-    t: float = 0.0
-    mode: WalkMode = WalkMode.STAND
-    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    com_ref: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    dcm: np.ndarray = field(default_factory=lambda: np.zeros(2))
-    dcm_ref: np.ndarray = field(default_factory=lambda: np.zeros(2))
-    zmp_cmd: np.ndarray = field(default_factory=lambda: np.zeros(2))
-    zmp_ref: np.ndarray = field(default_factory=lambda: np.zeros(2))
-    contacts: dict[str, bool] = field(default_factory=lambda: {s: True for s in SIDES})
-    swing: str | None = None
-    adjusted_steps: int = 0
-    command_clipped: bool = False
 
 
 def _ray_clamp(
@@ -243,7 +109,7 @@ def _rz(yaw: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-class WalkingController:
+class WalkingController(PushRecoveryMixin):
     """See the module docstring. Same ``step(q, v) -> JointCommand`` interface as
     :class:`~humanoid_control.wbc.controller.StandingController`."""
 
@@ -591,104 +457,6 @@ class WalkingController:
             return False
         return float(np.hypot(*(xi - self._stand_reference()[:2]))) <= s.walk_start_radius
 
-    def _maybe_recovery_step(self, xi: np.ndarray) -> None:
-        """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step
-        with the foot on its side, placed by the DCM step adjuster (module docstring)."""
-        pts = self._support({side: True for side in SIDES})
-        poly = np.array(pts)
-        outside = distance_outside(xi, poly)
-        if outside < self.settings.recovery_threshold:
-            return
-        self._capture_step(xi, SIDES)
-
-    def _capture_step(self, xi: np.ndarray, sides: tuple[str, ...]) -> bool:
-        """Plan a capture step with the best of ``sides`` for the DCM ``xi`` (m, odom frame) and follow it
-        (mode walk, ``_recovering``); False when no step was found or its preview failed."""
-        feet = self._measured_feet()
-        sp = self.planner.spec
-        transfer = self.settings.recovery_transfer
-        # either foot may step: the capture step that keeps the DCM best (captured, off the limits, nearest
-        # the offset asked for) wins
-        best: tuple[tuple[bool, bool, float], str, StepAdjustment] | None = None
-        for side in sides:
-            stance = Footstep(other_side(side), feet[other_side(side)])
-            cand = self.adjuster.adjust(
-                stance,
-                Footstep(side, feet[side]),
-                xi,
-                transfer + sp.single_support,
-                stance_zmp=self._zmp_toward(stance, xi),
-                offset=self.settings.recovery_offset * (stance.pose.position - feet[side].position),
-            )
-            if not cand.status.ok:
-                continue
-            want = 0.5 * (stance.pose.position - cand.step.pose.position)
-            score = (not cand.captured, cand.limited, float(np.hypot(*(cand.dcm_offset - want))))
-            if best is None or score < best[0]:
-                best = (score, side, cand)
-        standing = len(sides) == 2
-        if standing and self.settings.crossing_steps and self._crossing_step(xi, feet):
-            return True
-        if best is None:
-            return False
-        _, side, adj = best
-        swing = min(max(adj.touchdown_in - transfer, self.settings.recovery_min_swing), sp.single_support)
-        plan = FootstepPlan(feet, [adj.step], swing, sp.double_support, transfer, projected=[adj.limited])
-        if not self._set_plan(plan, self.t):
-            return False
-        self.recoveries.append((self.t, side, adj))
-        self._recovering = True
-        self._stand_capture = standing
-        self.mode = WalkMode.WALK
-        return True
-
-    def _crossing_step(self, xi: np.ndarray, feet: dict[str, Pose2D]) -> bool:
-        """Standing: a DCM ``xi`` (m, odom frame) beyond the loaded foot's outer sole edge by
-        ``crossing_threshold`` (where, by the LIPM, no uncrossed step captures it: docs/walking.md) makes
-        the other foot cross over (``crossing_step``) and the loaded one step out after it (settings); it
-        takes precedence over the uncrossed capture steps. False when the DCM is not there or the preview
-        failed."""
-        s = self.settings
-        frame = self.planner.walking_frame(feet)
-        local = frame.relative(Pose2D(float(xi[0]), float(xi[1]), 0.0))
-        loaded = "left" if local.y > 0.0 else "right"
-        sign = side_sign(loaded)
-        stance = feet[loaded]
-        rel = stance.relative(Pose2D(float(xi[0]), float(xi[1]), 0.0))
-        outer = float(np.max(sign * self.planner.soles[loaded][:, 1]))
-        if sign * rel.y - outer < s.crossing_threshold:
-            return False
-        swing_side = other_side(loaded)
-        fx, fy, fyaw = s.crossing_step
-        cross = Footstep(swing_side, stance.compose(Pose2D(fx, sign * fy, -sign * fyaw)))
-        if float(np.hypot(*(cross.pose.position - feet[swing_side].position))) > s.crossing_max_travel:
-            return False
-        out = cross.pose.compose(Pose2D(0.0, sign * s.crossing_exit_width, 0.0))
-        exit_step = Footstep(loaded, Pose2D(out.x, out.y, stance.yaw))
-        plan = FootstepPlan(
-            feet,
-            [cross, exit_step],
-            s.crossing_swing,
-            s.recovery_transfer,
-            s.recovery_transfer,
-            projected=[False, False],
-            cross_delays=[s.crossing_delay, 0.0],
-        )
-        if not self._set_plan(plan, self.t, measured=True):
-            return False
-        self.crossings.append((self.t, swing_side, cross))
-        self._recovering = True
-        self._crossing = True
-        self.mode = WalkMode.WALK
-        return True
-
-    def _zmp_toward(self, stance: Footstep, xi: np.ndarray) -> np.ndarray:
-        """Where the DCM law puts the ZMP in single support on ``stance``: the point of its sole polygon
-        (shrunk by ``cop_margin``) nearest the DCM ``xi`` (odom frame, m)."""
-        poly = stance.pose.apply(self.planner.soles[stance.side]).tolist()
-        inner = _offset(poly, _edge_lines(poly), -self.settings.cop_margin)
-        return np.array(_clamp(float(xi[0]), float(xi[1]), inner))
-
     def _stand_reference(self, feet: dict[str, Pose2D] | None = None) -> np.ndarray:
         """CoM to stand over: the middle of the feet's sole centroids (``feet``: the measured ones when
         None) at the LIPM height."""
@@ -769,103 +537,6 @@ class WalkingController:
         if phase.swing is not None and phase.swing_trajectory is not None and self.settings.step_adjustment:
             ref = self._adjust_swing(ref, phase, xi, omega)
         return ref
-
-    def _pushed_transfer(
-        self, xi: np.ndarray, feet: dict[str, Pose2D], landed: str, target: np.ndarray, omega: float
-    ) -> float:
-        """The weight transfer (s) after a pushed touchdown of ``landed``: the plan's double support,
-        longer when the DCM ``xi`` (m, odom frame) has been pushed toward the former stance foot: the ZMP
-        stays under that foot (its sole's far edge, less ``cop_margin``) until the DCM, running away from
-        it, reaches ``target`` (the plan's DCM at the end of the transfer), at most
-        ``walk_transfer_extension`` longer."""
-        ds = self.planner.spec.double_support
-        s = self.settings
-        if s.walk_transfer_extension <= 0.0:
-            return ds
-        old = feet[other_side(landed)]
-        n = old.position - feet[landed].position
-        dist = float(np.hypot(*n))
-        if dist < 1e-6:
-            return ds
-        n = n / dist
-        corners = old.apply(self.planner.soles[other_side(landed)])
-        p = float(np.max(corners @ n)) - s.cop_margin
-        a = float(xi @ n) - p
-        b = float(target @ n) - p
-        if not (a < 0.0 and b < a):
-            return ds
-        extra = math.log(b / a) / omega
-        return ds + min(max(extra, 0.0), s.walk_transfer_extension)
-
-    def _adjust_swing(self, ref: WalkingReference, phase, xi: np.ndarray, omega: float) -> WalkingReference:  # type: ignore[no-untyped-def]
-        """Move the swing foot's touchdown by the DCM error predicted at touchdown (module docstring)."""
-        traj = phase.swing_trajectory
-        side = phase.swing
-        s_now = traj.phase(self.t)
-        if self._crossing and traj.cross_delay > 0.0:  # the crossing step lands where planned
-            return ref
-        if self._recovering and s_now < self.settings.adjust_window[1]:
-            stance = other_side(side)
-            remaining = max(traj.t0 + traj.duration - self.t, 0.0)
-            stance_foot = Footstep(stance, phase.feet[stance])
-            adjuster = self.exit_adjuster if self._crossing else self.swing_adjuster
-            adj = adjuster.adjust(
-                stance_foot,
-                Footstep(side, traj.end),
-                xi,
-                remaining,
-                stance_zmp=self._zmp_toward(stance_foot, xi),
-                offset=self.settings.recovery_offset * (stance_foot.pose.position - traj.end.position),
-            )
-            if adj.status.ok:
-                self._swing_offset[:] = (adj.step.pose.x - traj.end.x, adj.step.pose.y - traj.end.y)
-        elif s_now < self.settings.adjust_window[1]:
-            err = (xi - ref.dcm) * math.exp(omega * max(traj.t0 + traj.duration - self.t, 0.0))
-            t_down = traj.t0 + traj.duration
-            if (
-                s_now >= self.settings.adjust_window[0]
-                and float(np.hypot(*err)) > self.settings.walk_push_error
-            ):
-                if self._pushed_until < t_down:
-                    self.pushed_swings += 1
-                self._pushed_until = max(self._pushed_until, t_down)
-            # per axis of the stance sole (forward, lateral): gain, then a dead band - errors the ankle
-            # strategy absorbs at the next stance do not move the foot
-            yaw = phase.feet[other_side(side)].yaw
-            c, sn = math.cos(yaw), math.sin(yaw)
-            local = np.array([c * err[0] + sn * err[1], -sn * err[0] + c * err[1]])
-            local *= np.array(self.settings.adjust_gain)
-            tol = np.array(self.settings.capture_tolerance)
-            local = np.sign(local) * np.maximum(np.abs(local) - tol, 0.0)
-            err = np.array([c * local[0] - sn * local[1], sn * local[0] + c * local[1]])
-            if s_now < self.settings.adjust_window[0]:
-                err = err * 0.0
-            target = Pose2D(traj.end.x + float(err[0]), traj.end.y + float(err[1]), traj.end.yaw)
-            stance = other_side(side)
-            planner = self.walk_adjust_planner if self.settings.adjust_recovery_reach else self.planner
-            if self.t < self._pushed_until:  # pushed: the swing sole may land closer to the stance sole
-                planner = self.push_adjust_planner
-            step, _ = planner.project(Footstep(stance, phase.feet[stance]), Footstep(side, target))
-            new = np.array([step.pose.x - traj.end.x, step.pose.y - traj.end.y])
-            if float(np.hypot(*(new - self._swing_offset))) > 1e-3:
-                self._swing_offset[:] = new
-                self.status.adjusted_steps += 1
-        off = self._swing_offset
-        if not off.any():
-            return ref
-        b, db, ddb = _blend(s_now)
-        fs = ref.feet[side]
-        d = np.array([off[0], off[1], 0.0])
-        inv = 1.0 / traj.duration
-        moved = replace(
-            fs,
-            position=fs.position + b * d,
-            velocity=fs.velocity + db * inv * d,
-            acceleration=fs.acceleration + ddb * inv * inv * d,
-        )
-        feet = dict(ref.feet)
-        feet[side] = moved
-        return replace(ref, feet=feet)
 
     def _record_touchdown(self, phase) -> None:  # type: ignore[no-untyped-def]
         plan = self.generator.schedule.plan if self.generator.schedule else None

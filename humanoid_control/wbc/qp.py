@@ -22,6 +22,10 @@ contact (precomputed CSC index maps) and hands them to its warm-started solver. 
 the floating-base dynamics rows are re-imposed exactly by a correction of the (unactuated) base
 accelerations (ADMM solves them to ``eps`` only), so the dynamics residual is at round-off level (the
 torques come from the actuated rows, exact by construction).
+
+The settings and the output (:class:`WbcSettings`, :class:`WbcOutput`) are in
+:mod:`humanoid_control.wbc.qp_types`, the stacked task rows and the solver problems in
+:mod:`humanoid_control.wbc.qp_problem`; the first two are re-exported here.
 """
 
 from __future__ import annotations
@@ -29,11 +33,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from humanoid_control.model.robot_config import RobotConfig
@@ -48,7 +49,9 @@ from humanoid_control.wbc.constraints import (
     TorqueLimits,
 )
 from humanoid_control.wbc.dynamics import RobotDynamics
-from humanoid_control.wbc.solver import OsqpSolver, QpResult, QpSolver, QpStatus
+from humanoid_control.wbc.qp_problem import _Problem, _Problems, _TaskStack
+from humanoid_control.wbc.qp_types import WbcOutput, WbcSettings
+from humanoid_control.wbc.solver import OsqpSolver, QpSolver, QpStatus
 from humanoid_control.wbc.tasks import (
     AngularMomentumTask,
     ComTask,
@@ -57,250 +60,6 @@ from humanoid_control.wbc.tasks import (
     PostureTask,
     Task,
 )
-
-
-@dataclass
-class WbcSettings:
-    """Weights, gains and limits of the whole-body QP (robot facts come from the robot configuration).
-
-    Attributes:
-        w_com, w_angular_momentum, w_base, w_torso, w_foot, w_posture: task weights (dimensionless).
-        kp_base / kd_base, kp_torso / kd_torso: orientation gains (1/s^2, 1/s).
-        kp_foot / kd_foot: swing-foot pose gains. kp_posture / kd_posture: posture gains.
-        kd_angular_momentum: angular momentum damping (1/s).
-        kd_contact: sole velocity bleed in the contact constraint (1/s).
-        reg_qdd, reg_force: regularization weights on ``qdd`` and on the point forces.
-        f_min, f_max: bounds of each corner's normal force in contact (N).
-        horizon_position, horizon_velocity: joint-limit horizons (s); qdd_max: acceleration clip (rad/s^2).
-        friction: overrides the configuration's ``wbc.friction`` when not None.
-        limit_screening: solve first without the torque-limit and joint-limit rows (a smaller problem: the
-            torque rows carry the mass matrix and the contact Jacobians) and solve the full problem only when
-            that solution breaks a limit, or while the last full solution had a torque beyond
-            ``screening_margin`` of its limit or a joint acceleration at its bound. Exact: an optimum of the
-            smaller problem that satisfies the dropped rows is an optimum of the full one.
-        screening_margin: fraction of a torque limit under which the full problem may be left again.
-        contact_reduction: leave a foot out of contact out of the problem: its force variables (its friction
-            rows hold them at 0) and its contact rows (free) with them. Exact, and a smaller problem in single
-            support (the G1: 47 variables and 32 screened rows instead of 59 and 58). One problem (and solver)
-            per set of feet in contact, all set up at construction; a solver that cannot ``spawn`` keeps one.
-        relax_limits: when the problem with every row fails (infeasible, or out of iterations: a joint
-            running into its position limit faster than its torque can stop it, as in a crossed stance
-            after a hard side push), the tick is solved again without the joint-limit rows, and if that
-            fails too without the torque-limit rows (the screened problem), and that answer is used
-            (``WbcOutput.limits_relaxed``, counted in ``WholeBodyQP.relaxed_ticks``): a joint meets its
-            mechanical stop or an actuator saturates instead of the controller failing. False: the tick
-            fails. Read every tick; the relaxed problems are built at construction only when True.
-    """
-
-    w_com: float = 1000.0
-    w_angular_momentum: float = 5.0
-    w_base: float = 200.0
-    w_torso: float = 100.0
-    w_foot: float = 100.0
-    w_posture: float = 1.0
-    kp_base: float = 200.0
-    kd_base: float = 30.0
-    kp_torso: float = 200.0
-    kd_torso: float = 30.0
-    kp_foot: float = 400.0
-    kd_foot: float = 40.0
-    kp_posture: float = 50.0
-    kd_posture: float = 12.0
-    kd_angular_momentum: float = 10.0
-    kd_contact: float = 20.0
-    reg_qdd: float = 1e-4
-    reg_force: float = 1e-5
-    f_min: float = 0.0
-    f_max: float = 2000.0
-    horizon_position: float = 0.1
-    horizon_velocity: float = 0.05
-    qdd_max: float = 1000.0
-    friction: float | None = None
-    limit_screening: bool = True
-    screening_margin: float = 0.9
-    contact_reduction: bool = True
-    relax_limits: bool = True
-
-
-@dataclass
-class WbcOutput:
-    """Result of one tick.
-
-    Attributes:
-        status: QP outcome; ``ok`` False means ``qdd``/``forces``/``tau`` are not to be used (NaN).
-        x (n,): the solution ``[qdd, f]`` (a copy). ``qdd`` (nv,): generalized accelerations (a view of it);
-            ``forces``: per side (k, 3) corner forces, world frame (N), built on access.
-        force_cols: each side's columns of ``x``.
-        tau (nv - 6,): joint torques in velocity order (N m), from the dynamics.
-        iterations: solver iterations. solve_time_s: solver alone; tick_time_s: assembly and solve (s), the
-            rigid-body update before it excluded. Both summed over the tick's solves.
-        full_problem: the tick solved the problem with the limit rows (see ``limit_screening``).
-        limits_relaxed: that problem failed and the answer is one without the joint-limit rows, or without
-            any limit rows (see ``WbcSettings.relax_limits``).
-    """
-
-    status: QpStatus
-    x: np.ndarray
-    nv: int
-    force_cols: dict[str, slice]
-    tau: np.ndarray
-    iterations: int
-    solve_time_s: float
-    tick_time_s: float
-    full_problem: bool = True
-    limits_relaxed: bool = False
-
-    @property
-    def qdd(self) -> np.ndarray:
-        return self.x[: self.nv]
-
-    @property
-    def forces(self) -> dict[str, np.ndarray]:
-        return {side: self.x[c].reshape(-1, 3) for side, c in self.force_cols.items()}
-
-    @property
-    def ok(self) -> bool:
-        return self.status.ok
-
-
-def _csc_pattern(mask: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
-    """CSC matrix (all stored values 1) of a boolean pattern and the flat dense indices in CSC data order."""
-    rows, cols = np.nonzero(mask)
-    order = np.lexsort((rows, cols))
-    rows, cols = rows[order], cols[order]
-    nr, nc = mask.shape
-    indptr = np.zeros(nc + 1, dtype=np.int64)
-    np.add.at(indptr, cols + 1, 1)
-    indptr = np.cumsum(indptr)
-    mat = sp.csc_matrix((np.ones(rows.size), rows.astype(np.int64), indptr), shape=(nr, nc))
-    return mat, rows * nc + cols
-
-
-class _TaskStack:
-    """The tasks acting on one group of variables, their rows stacked: ``J`` (r, nx), ``b`` (r,), ``w`` (r,).
-
-    :meth:`fill` writes their Hessian ``J^T W J`` and gradient ``-J^T W b`` into the given blocks.
-    """
-
-    def __init__(self, tasks: list[Task], nx: int) -> None:
-        self.tasks = tasks
-        r = sum(t.dim for t in tasks)
-        self.J = np.zeros((r, nx))
-        self.b = np.zeros(r)
-        self.w = np.zeros(r)
-        self.WJ = np.zeros((r, nx))
-        self.rows = []
-        start = 0
-        for t in tasks:
-            rs = slice(start, start + t.dim)
-            start += t.dim
-            self.w[rs] = t.weights
-            t.weights = self.w[rs]  # the task's weights live in the stack's row-weight vector
-            self.rows.append((t, self.J[rs], self.b[rs]))
-
-    def fill(self, dyn: RobotDynamics, hessian: np.ndarray, gradient: np.ndarray) -> None:
-        if not self.tasks:
-            hessian[:] = 0.0
-            gradient[:] = 0.0
-            return
-        for t, J, b in self.rows:
-            if t.enabled:  # a disabled task's rows keep weight 0 and do not enter the cost
-                t.fill(dyn, J, b)
-        np.multiply(self.J, self.w[:, None], out=self.WJ)
-        np.matmul(self.WJ.T, self.J, out=hessian)
-        np.matmul(self.WJ.T, self.b, out=gradient)
-        np.negative(gradient, out=gradient)
-
-
-class _Problem:
-    """One QP handed to a solver: a subset of the constraint rows and of the variables (their fixed CSC
-    patterns) and the solver.
-
-    ``rows`` index the QP's constraint rows, ``cols`` its variables (the left-out variables are 0 in the
-    answer: the forces of a foot out of contact). :meth:`solve` gathers this problem's values from the QP's
-    dense buffers, sets the solver up on first use (and after a failure) and solves warm-started.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        rows: np.ndarray,
-        cols: np.ndarray,
-        a_mask: np.ndarray,
-        p_mask: np.ndarray,
-        solver: QpSolver,
-    ) -> None:
-        self.name, self.rows, self.cols, self.solver = name, rows, cols, solver
-        n = a_mask.shape[1]
-        self.all_cols = bool(cols.size == n)
-        self.P_csc, idx = _csc_pattern(p_mask[np.ix_(cols, cols)])
-        nc = cols.size
-        self.P_idx = cols[idx // nc] * n + cols[idx % nc]  # flat indices into the QP's (n, n) Hessian
-        self.A_csc, idx = _csc_pattern(a_mask[np.ix_(rows, cols)])
-        self.A_idx = rows[idx // nc] * n + cols[idx % nc]  # flat indices into the QP's (m, n) buffer
-        self.setup_done = False
-        self._Px = np.zeros(self.P_idx.size)
-        self._Ax = np.zeros(self.A_idx.size)
-        # a prefix of the rows (the full problem, or the screened one): the bounds are handed over as views
-        self._prefix = bool(rows.size == 0 or np.array_equal(rows, np.arange(rows.size)))
-        self._nrows = rows.size
-        self._g = np.zeros(nc)
-
-    def setup_ahead(self) -> None:
-        """Set the solver up now on the fixed patterns (a diagonally dominant Hessian, unit constraint
-        values: only the structure matters), so that the first tick that needs this problem only updates
-        values: no setup inside the control loop."""
-        P = self.P_csc.copy()
-        rows = P.indices
-        cols = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))
-        P.data[:] = np.where(rows == cols, 1.0, 1e-6)
-        m = self._nrows
-        self.solver.setup(P, self._g, self.A_csc.copy(), np.full(m, -1.0), np.full(m, 1.0))
-        self.setup_done = True
-
-    def solve(
-        self,
-        P: np.ndarray,
-        g: np.ndarray,
-        A: np.ndarray,
-        lower: np.ndarray,
-        upper: np.ndarray,
-        start: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> QpResult:
-        """Solve with the QP's buffers' values, warm-started from ``start`` (``x`` (n,) and ``y`` (m,) over
-        the QP's variables and rows) where given, else from this problem's last solution."""
-        Px = np.take(P, self.P_idx, out=self._Px)
-        Ax = np.take(A, self.A_idx, out=self._Ax)
-        if not math.isfinite(Ax.sum()):
-            return QpResult(QpStatus.NON_FINITE, np.full(self.cols.size, np.nan), 0, 0.0)
-        gs = g if self.all_cols else np.take(g, self.cols, out=self._g)
-        # the solver may clip the bounds' free sides to its own infinity in place: on the QP's own buffers
-        # that only replaces -inf / +inf by a huge finite bound, which every later use reads the same way
-        if self._prefix:
-            lo, up = lower[: self._nrows], upper[: self._nrows]
-        else:
-            lo, up = lower[self.rows], upper[self.rows]
-        if not self.setup_done:
-            Pm = self.P_csc.copy()
-            Pm.data[:] = Px
-            Am = self.A_csc.copy()
-            Am.data[:] = Ax
-            self.solver.setup(Pm, gs, Am, lo, up)
-            self.setup_done = True
-        else:
-            self.solver.update(Px, gs, Ax, lo, up)
-        if start is not None:
-            self.solver.warm_start(start[0][self.cols], start[1][self.rows])
-        return self.solver.solve()
-
-
-class _Problems(NamedTuple):
-    """The problems of one set of feet in contact: every row, without the limit rows (limit screening) and
-    without the joint-limit rows (``WbcSettings.relax_limits``)."""
-
-    full: _Problem
-    screened: _Problem | None
-    relaxed: _Problem | None
 
 
 class WholeBodyQP:
@@ -664,3 +423,6 @@ class WholeBodyQP:
         for side, f in forces.items():
             res -= self.force_map.JtG[side] @ f.ravel()
         return float(np.abs(res).max())
+
+
+__all__ = ["WbcOutput", "WbcSettings", "WholeBodyQP"]
