@@ -8,7 +8,7 @@ import tempfile
 
 # Before anything imports rclpy or mujoco.
 os.environ.setdefault("MUJOCO_GL", "egl")
-from humanoid_bringup.evaluation.graph_probe import claim_ros_domain  # after MUJOCO_GL
+from humanoid_bringup.evaluation.launched_graph import claim_ros_domain  # after MUJOCO_GL
 
 os.environ["ROS_DOMAIN_ID"] = str(claim_ros_domain())
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

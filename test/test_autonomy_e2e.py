@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from humanoid_bringup.evaluation.autonomy_eval import SCENE, run_once
-from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
+from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
 from humanoid_control.hardware.scene import load_scene
 from humanoid_perception.autonomy.approach import standoff_pose
 

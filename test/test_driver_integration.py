@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 

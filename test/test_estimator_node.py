@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
+from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,8 @@ import pytest
 
 pytest.importorskip("unitree_sdk2py.core.channel", reason="the Unitree SDK is installed by `make setup`")
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 from humanoid_control.model.robot_config import load_robot_config
 
 pytestmark = pytest.mark.slow

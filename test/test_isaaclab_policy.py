@@ -502,7 +502,8 @@ def test_io_descriptor_policy_runs_through_the_launch_file(tmp_path: Path) -> No
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+    from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 
     # the robot's own standing pose and stand gains in Isaac Lab's order: the runner starts from the hold
     joints = list(ISAACLAB_G1_JOINTS)

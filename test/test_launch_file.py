@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import default_launch_file
+from humanoid_bringup.evaluation.launched_graph import default_launch_file
 from humanoid_bringup.launcher.interpreter import load_launch_description
 from humanoid_bringup.launcher.plan import LaunchError
 
@@ -35,9 +35,9 @@ def test_default_plan_starts_driver_and_description() -> None:
             "emulator": False,
             "network_interface": "eth0",
             "dds_domain": 0,
+            "controller": "none",
             "in_loop_controller": "none",
-            "in_loop_parameters": "policy=holosoma/g1_ppo;policy_onnx=auto;autostart=true;"
-            "command_timeout_action=zero;rate_hz=500.0",
+            "in_loop_parameters": ";",  # none: only the in-loop policy runner gets parameters
             "in_loop_estimator_parameters": "flat_ground_std=0.01",
             "publish_rate_hz": 0.0,
             "physics_timestep_s": 0.0,

@@ -862,11 +862,11 @@ def test_ros_domains_claimed_here_are_never_shared_between_processes(tmp_path: P
     """Two processes that isolate their graphs with isolated_ros_env never get the same domain id."""
     import ast
 
-    from humanoid_bringup.evaluation.graph_probe import claim_ros_domain
+    from humanoid_bringup.evaluation.launched_graph import claim_ros_domain
 
     mine = claim_ros_domain()
     code = (
-        "from humanoid_bringup.evaluation.graph_probe import isolated_ros_env\n"
+        "from humanoid_bringup.evaluation.launched_graph import isolated_ros_env\n"
         f"print(sorted({{int(isolated_ros_env({str(tmp_path)!r})['ROS_DOMAIN_ID']) for _ in range(300)}}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import LaunchedGraph, default_launch_file
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, default_launch_file
 from humanoid_bringup.launcher.interpreter import load_launch_description
 from humanoid_control.model.robot_config import load_robot_config
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from test_policy_runner import nan_manifest
 
-from humanoid_bringup.evaluation.evaluate import run_locomotion
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
+from humanoid_bringup.evaluation.locomotion_eval import run_locomotion
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
 from humanoid_control.ros.lockstep import tick_stream_qos
 
 pytestmark = pytest.mark.slow

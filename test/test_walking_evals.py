@@ -19,7 +19,8 @@ from humanoid_bringup.evaluation.compare_eval import (
     load_series,
     run_compare,
 )
-from humanoid_bringup.evaluation.evaluate import main, save_series
+from humanoid_bringup.evaluation.evaluate import main
+from humanoid_bringup.evaluation.locomotion_eval import save_series
 from humanoid_bringup.evaluation.push_eval import (
     PUSH_DURATION_S,
     PUSH_TARGETS_NS,

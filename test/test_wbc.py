@@ -351,7 +351,7 @@ def test_bench_wbc_prints_the_issue_keys() -> None:
     # humanoid-bench wbc: the QP tick on perturbed states, on a recorded closed-loop standing trajectory and
     # on a recorded walk (replayed through the walking controller: it must stay on the recorded walk); TSID's
     # keys are numbers where the optional tsid package is installed, else null with the reason
-    from humanoid_bringup.evaluation.bench import bench_wbc
+    from humanoid_bringup.evaluation.wbc_bench import bench_wbc
 
     out = bench_wbc(60, 0, walking_seconds=1.5)
     for key in (

@@ -2,7 +2,7 @@
 
 Both run the same command script through the ROS graph in lockstep (``humanoid-eval locomotion``: the policy
 runner, ``--policy`` (default ``holosoma/g1_ppo``); then ``mpc_walk``: driver, state estimator, walking
-controller), each recording its series (:func:`~.evaluate.save_series`). Scored from ground truth, the
+controller), each recording its series (:func:`~.locomotion_eval.save_series`). Scored from ground truth, the
 measured joints and the simulated contact forces; written to ``compare.json``, ``compare.md`` (one table)
 and ``compare.png`` (one figure) in the output folder:
 
@@ -63,7 +63,8 @@ class CompareError(ValueError):
 
 
 def load_series(path: Path) -> dict[str, np.ndarray]:
-    """A run's ``series.npz`` (:func:`~.evaluate.save_series`); :class:`CompareError` naming what is wrong."""
+    """A run's ``series.npz`` (:func:`~.locomotion_eval.save_series`); :class:`CompareError` naming what is
+    wrong."""
     path = Path(path)
     if not path.is_file():
         raise CompareError(f"no recorded series: {path}")
@@ -324,7 +325,7 @@ def run_compare(
     log: Any = print,
 ) -> dict[str, Any]:
     """Run (or, ``recorded``, reuse) both evaluations on the same script; score and write them."""
-    from humanoid_bringup.evaluation.evaluate import run_locomotion
+    from humanoid_bringup.evaluation.locomotion_eval import run_locomotion
 
     out_dir = Path(out_dir)
     results: dict[str, dict[str, Any]] = {}

@@ -1,9 +1,10 @@
-"""Run and observe a ROS graph from Python: launch a launch file in its own processes and probe it.
+"""Observe and drive a launched ROS graph from Python: :class:`GraphProbe` and :func:`close_graph`.
 
-Used by the demo, the benchmarks and the integration tests. :func:`isolated_ros_env` gives a private ROS graph
-(random ``ROS_DOMAIN_ID``, localhost discovery, logs in a folder); :class:`LaunchedGraph` runs
-``humanoid-launch`` on a launch file in a subprocess; :class:`GraphProbe` is an rclpy node in its own context,
-spun in a background thread, that records the driver's topics and can act as a controller.
+Used by the demo, the benchmarks and the integration tests. :class:`GraphProbe` is an rclpy node in its own
+context, spun in a background thread, that records the driver's topics (:class:`Recorded`; stamps in s of the
+driver's clock) and can act as a controller or as a lockstep peer. Launching the graph itself
+(:class:`LaunchedGraph`, :func:`isolated_ros_env`) is :mod:`humanoid_bringup.evaluation.launched_graph`; those
+two names are re-exported here for the modules that import them together with the probe.
 """
 
 from __future__ import annotations
@@ -12,135 +13,20 @@ import contextlib
 import json
 import math
 import os
-import random
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
 from humanoid_control.ros.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, to_time_msg
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def default_launch_file() -> Path:
-    """``launch/sim.launch.yaml`` of this package (source tree or installed share folder)."""
-    from humanoid_bringup.launcher.packages import find_launch_file
-
-    return find_launch_file("humanoid_stack", "sim.launch.yaml")
-
-
-_DOMAIN_LOCK: list[Any] = []  # the open lock file of the domain this process uses now
-
-
-def claim_ros_domain() -> int:
-    """A ROS domain id (1-100) that no other process on this machine has claimed through this function.
-
-    Each id is guarded by an exclusive ``flock`` on a file in the temporary folder, held until this process
-    claims another id or exits, so concurrent evaluations and test runs never share a graph (a random id
-    alone collided: two ``humanoid-eval estimator`` started together joined one driver)."""
-    import fcntl
-    import tempfile
-
-    folder = Path(tempfile.gettempdir()) / "humanoid_ros_domains"
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in _DOMAIN_LOCK:
-        old.close()  # releases its lock
-    _DOMAIN_LOCK.clear()
-    ids = list(range(1, 101))
-    random.SystemRandom().shuffle(ids)
-    for i in ids:
-        f = open(folder / f"{i}.lock", "a")  # noqa: SIM115 - held open: the lock lives as long as the file
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            continue
-        _DOMAIN_LOCK.append(f)
-        return i
-    raise RuntimeError(f"every ROS domain id 1-100 is claimed by another process (locks in {folder})")
-
-
-def isolated_ros_env(log_dir: str | Path, domain_id: int | None = None) -> dict[str, str]:
-    """Set (in ``os.environ``) and return the variables that isolate a ROS graph on this machine: a domain
-    id of its own (:func:`claim_ros_domain` unless given), localhost discovery, logs in ``log_dir``."""
-    env = {
-        "ROS_DOMAIN_ID": str(domain_id if domain_id is not None else claim_ros_domain()),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "ROS_LOG_DIR": str(log_dir),
-        "PYTHONUNBUFFERED": "1",
-    }
-    Path(log_dir).mkdir(parents=True, exist_ok=True)
-    os.environ.update(env)
-    return env
-
-
-class LaunchedGraph:
-    """``humanoid-launch FILE name:=value ...`` in a subprocess; output to ``log_path``."""
-
-    def __init__(
-        self, arguments: dict[str, str], log_path: str | Path, launch_file: str | Path | None = None
-    ):
-        self.launch_file = Path(launch_file) if launch_file else default_launch_file()
-        self.arguments = arguments
-        self.log_path = Path(log_path)
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> LaunchedGraph:
-        """Start the launch runner."""
-        script = Path(sys.executable).parent / "humanoid-launch"  # the console script, where installed
-        runner = [str(script)] if script.exists() else [sys.executable, "-m", "humanoid_bringup.launcher"]
-        cmd = [*runner, str(self.launch_file)]
-        cmd += [f"{k}:={v}" for k, v in self.arguments.items()]
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy()
-        )
-        return self
-
-    def running(self) -> bool:
-        """True while the runner is alive."""
-        return self.process is not None and self.process.poll() is None
-
-    def wait(self, timeout: float) -> int | None:
-        """Wait for the runner to exit by itself; its exit code, or None on timeout."""
-        assert self.process is not None
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGINT the runner (it stops every node) and wait; kill after ``timeout``."""
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        self._log.close()
-        return self.process.returncode
-
-    def log(self) -> str:
-        """Everything the graph printed so far."""
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def __enter__(self) -> LaunchedGraph:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+__all__ = ["GraphProbe", "LaunchedGraph", "Recorded", "close_graph", "isolated_ros_env"]
 
 
 def close_graph(probe: GraphProbe, graph: LaunchedGraph) -> None:
