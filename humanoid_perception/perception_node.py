@@ -32,6 +32,10 @@ Outputs, stamped with the image's stamp:
 Lockstep (``lockstep: true``, with the simulated camera): the node is a lockstep peer; after it has
 published the results of the frame due at tick t (and processed the depth frame of t when the height map is
 on) it acknowledges every tick up to the next due frame (frames are due on the camera's ``rate_hz`` grid).
+
+The pure helpers (error kinds, the state buffer, the detector, camera mount and height map cores) are in
+:mod:`humanoid_perception.perception_core`, the message builders in
+:mod:`humanoid_perception.perception_messages`.
 """
 
 from __future__ import annotations
@@ -53,55 +57,25 @@ from humanoid_control.ros.node_utils import (
     to_time_msg,
 )
 from humanoid_perception.camera import CameraIntrinsics
-from humanoid_perception.camera_mount import CameraMount, matrix_to_quat_xyzw, quat_xyzw_to_matrix
+from humanoid_perception.camera_mount import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 from humanoid_perception.camera_node import ACK_MARGIN_S, frame_period_ms, next_due
 from humanoid_perception.errors import ImageFormatError, PerceptionInputError
 from humanoid_perception.images import COLOUR_ENCODINGS, DEPTH_ENCODINGS, decode_image, depth_in_metres
-
-ERROR_KINDS = ("encoding", "size", "corrupt", "camera_info", "state", "internal")
-
-
-def error_kind(exc: Exception) -> str:
-    """The diagnostics counter of a refused frame: ``encoding``, ``size`` (not the CameraInfo's) or
-    ``corrupt`` (a buffer that does not hold the declared image, or a frame the detector refuses)."""
-    text = str(exc)
-    if "unsupported encoding" in text:
-        return "encoding"
-    if "does not match the camera info" in text:
-        return "size"
-    return "corrupt"
-
-
-class StateBuffer:
-    """Recent stamped samples (s -> value) for the lookup of the robot state at an image's stamp."""
-
-    def __init__(self, maxlen: int = 1000) -> None:
-        self.items: deque[tuple[float, Any]] = deque(maxlen=maxlen)
-
-    def add(self, t: float, value: Any) -> None:
-        if self.items and t < self.items[-1][0]:
-            self.items.clear()  # time went back (a respawn, a new simulation)
-        self.items.append((t, value))
-
-    def at(self, t: float, tolerance: float) -> Any:
-        """The sample stamped nearest ``t`` within ``tolerance`` (s), else None."""
-        best, best_dt = None, tolerance + 1e-9
-        for ts, v in reversed(self.items):
-            dt = abs(ts - t)
-            if dt < best_dt:
-                best, best_dt = v, dt
-            if ts < t - tolerance:
-                break
-        return best
-
-    @property
-    def latest_t(self) -> float:
-        return self.items[-1][0] if self.items else -math.inf
-
-
-def yaw_of(rotation: np.ndarray) -> float:
-    """Heading (rad) of a rotation: the angle of its x axis projected on the floor."""
-    return math.atan2(float(rotation[1, 0]), float(rotation[0, 0]))
+from humanoid_perception.perception_core import (
+    ERROR_KINDS,
+    HeightMapAdapter,
+    StateBuffer,
+    error_kind,
+    make_camera_mount,
+    make_detector,
+    make_heightmap,
+    yaw_of,
+)
+from humanoid_perception.perception_messages import (
+    marker_array,
+    pointcloud_message,
+    pose_message,
+)
 
 
 class PerceptionNode(QuietNode):
@@ -213,7 +187,7 @@ class PerceptionNode(QuietNode):
         self.pub_cam = self.create_publisher(PoseArray, "/perception/marker_poses", 10)
         self.pub_odom = self.create_publisher(PoseArray, "/perception/marker_poses_odom", 10)
         self.pub_det = self.create_publisher(String, "/perception/detections", 10)
-        self.pub_viz = make_marker_publisher(self)
+        self.pub_viz = self._make_marker_publisher()
         self.pub_map = self.create_publisher(PointCloud2, "/perception/height_map", 2)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # realtime: 2 s of the 500 Hz streams queued, so a frame's detection (tens of ms, more on a loaded
@@ -542,127 +516,13 @@ class PerceptionNode(QuietNode):
         if self.capture is not None:
             self.capture.release()
 
-
-# ---------------------------------------------------------------------- helpers (cores)
-def make_camera_mount(config: Any) -> CameraMount:
-    """The head camera's mount from the robot configuration's ``camera`` section."""
-    from humanoid_perception.camera import load_camera_spec
-    from humanoid_perception.camera_mount import transform
-
-    spec = load_camera_spec(config)
-    t = transform(spec.rotation_parent_optical, np.asarray(spec.position, dtype=float))
-    return CameraMount(config, spec.parent_body, t)
-
-
-def make_detector(dictionary: str, length: float, lengths: dict[int, float] | None = None) -> Any:
-    """The marker detector core (``humanoid_perception.markers``): ``length`` (m) for every marker, or the
-    per-id ``lengths`` of a scene."""
-    from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
-
-    config = MarkerDetectorConfig(
-        dictionary=dictionary, marker_length_m=length, marker_lengths=dict(lengths or {})
-    )
-    return MarkerDetector(config)
-
-
-class HeightMapAdapter:
-    """Depth frame -> points in ``odom`` -> the height map core (``humanoid_perception.heightmap``: 2 cm
-    cells, 6 m x 6 m around the robot, per-cell mean height) -> the seen cells as points (cell centre x, y,
-    height; m, ``odom``). Each depth frame gives a new map (no accumulation)."""
-
-    def __init__(self, stride: int = 2) -> None:
-        from humanoid_perception.heightmap import HeightMapConfig
-
-        self.config = HeightMapConfig()
-        self.stride = stride
-        self.last: Any = None
-
-    def update(self, depth: np.ndarray, intrinsics: Any, t_odom_optical: np.ndarray, base: np.ndarray) -> Any:
-        from humanoid_perception.heightmap import build_heightmap, depth_to_points, transform_points
-
-        pts = depth_to_points(depth, intrinsics, stride=self.stride)
-        pts = transform_points(pts, t_odom_optical[:3, :3], t_odom_optical[:3, 3])
-        self.last = build_heightmap(pts, (float(base[0]), float(base[1])), self.config)
-        x, y = self.last.cell_centers()
-        seen = np.isfinite(self.last.heights)
-        return np.stack([x[seen], y[seen], self.last.heights[seen]], axis=1)
-
-
-def make_heightmap() -> HeightMapAdapter:
-    """The height map adapter."""
-    return HeightMapAdapter()
-
-
-# ---------------------------------------------------------------------- helpers (message building)
-def pose_message(pose_type: Any, t: np.ndarray) -> Any:
-    """geometry_msgs/Pose from a 4x4 transform."""
-    p = pose_type()
-    p.position.x, p.position.y, p.position.z = (float(v) for v in t[:3, 3])
-    q = matrix_to_quat_xyzw(t[:3, :3])
-    p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = (float(v) for v in q)
-    return p
-
-
-def make_marker_publisher(node: Any) -> Any:
-    """The MarkerArray publisher, or None where visualization_msgs is not installed."""
-    try:
-        from visualization_msgs.msg import MarkerArray
-    except ImportError:
-        return None
-    return node.create_publisher(MarkerArray, "/perception/markers", 10)
-
-
-def marker_array(observations: list[Any], poses: Any, length: float) -> Any:
-    """visualization_msgs/MarkerArray: DELETEALL, then per marker a flat cube and its id as text."""
-    from visualization_msgs.msg import Marker, MarkerArray
-
-    out = MarkerArray()
-    clear = Marker()
-    clear.header = poses.header
-    clear.action = Marker.DELETEALL
-    out.markers.append(clear)
-    for ob, pose in zip(observations, poses.poses, strict=False):
-        cube = Marker()
-        cube.header = poses.header
-        cube.ns, cube.id, cube.type, cube.action = "marker", int(ob.id), Marker.CUBE, Marker.ADD
-        cube.pose = pose
-        side = float(getattr(ob, "length_m", 0.0) or length)  # the marker's own size where the core knows it
-        cube.scale.x, cube.scale.y, cube.scale.z = side, side, 0.005
-        cube.color.r, cube.color.g, cube.color.b, cube.color.a = 0.1, 0.8, 0.2, 0.8
-        text = Marker()
-        text.header = poses.header
-        text.ns, text.id, text.type, text.action = (
-            "marker_id",
-            int(ob.id),
-            Marker.TEXT_VIEW_FACING,
-            Marker.ADD,
-        )
-        text.pose = pose
-        text.pose.position.z += 0.1
-        text.scale.z = 0.1
-        text.color.r = text.color.g = text.color.b = text.color.a = 1.0
-        text.text = str(ob.id)
-        out.markers.extend([cube, text])
-    return out
-
-
-def pointcloud_message(points: np.ndarray, stamp: Any, frame_id: str) -> Any:
-    """sensor_msgs/PointCloud2 (float32 x, y, z; unorganized) from an (N, 3) array."""
-    from sensor_msgs.msg import PointCloud2, PointField
-
-    pts = np.ascontiguousarray(np.asarray(points, dtype="<f4").reshape(-1, 3))
-    msg = PointCloud2()
-    msg.header.stamp = stamp
-    msg.header.frame_id = frame_id
-    msg.height, msg.width = 1, int(pts.shape[0])
-    msg.fields = [
-        PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, n in enumerate("xyz")
-    ]
-    msg.is_bigendian = False
-    msg.point_step, msg.row_step = 12, 12 * int(pts.shape[0])
-    msg.is_dense = True
-    msg.data = pts.tobytes()
-    return msg
+    def _make_marker_publisher(self) -> Any:
+        """The MarkerArray publisher, or None where visualization_msgs is not installed."""
+        try:
+            from visualization_msgs.msg import MarkerArray
+        except ImportError:
+            return None
+        return self.create_publisher(MarkerArray, "/perception/markers", 10)
 
 
 def main(args: list[str] | None = None) -> int:

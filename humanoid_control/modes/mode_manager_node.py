@@ -26,6 +26,9 @@ controller (``walk``, where ``{walking}/start`` is reachable; it follows ``/cmd_
 ``switch_max_step`` to its ``max_torque_step`` so every switch is bumpless, and records each switch's torque
 steps from ``{driver}/switch``. If this node dies, ``/cmd_vel`` stops: a policy runner launched with
 ``command_timeout_action:=hold`` then stops and the driver holds the default pose (docs/modes.md).
+
+The parameter tables and settings builders are in :mod:`humanoid_control.modes.mode_manager_settings`, the
+subscription callbacks in :mod:`humanoid_control.modes.mode_manager_inputs` (a base class of the node).
 """
 
 from __future__ import annotations
@@ -45,8 +48,7 @@ from sensor_msgs.msg import Joy
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
-from humanoid_control.modes.command_mux import CommandMux, MuxSettings, Source, VelocityLimits
-from humanoid_control.modes.joy_mapping import JoyMapping
+from humanoid_control.modes.command_mux import CommandMux, Source
 from humanoid_control.modes.mode_machine import (
     INITIAL_MODES,
     Available,
@@ -55,44 +57,26 @@ from humanoid_control.modes.mode_machine import (
     Request,
     Transition,
 )
+from humanoid_control.modes.mode_manager_inputs import ModeManagerInputs
+from humanoid_control.modes.mode_manager_settings import (
+    JOY_PARAMS,
+    LIMIT_PARAMS,
+    MUX_PARAMS,
+    SHARE_OF,
+    make_joy_mapping,
+    make_mux_settings,
+)
 from humanoid_control.modes.record import OperationRecord
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_control.ros.service_caller import ServiceCaller
 
-SHARE_OF = {Source.TELEOP: "teleop", Source.AUTONOMY: "autonomy", Source.NONE: "idle"}
-#: parameter name (= attribute of VelocityLimits) -> (default, low, high, description)
-LIMIT_PARAMS: dict[str, tuple[float, float, float, str]] = {
-    "vx_max": (0.8, 0.0, 3.0, "largest forward velocity (m/s)"),
-    "vx_min": (-0.5, -3.0, 0.0, "largest backward velocity, negative (m/s)"),
-    "vy_max": (0.4, 0.0, 2.0, "largest sideways velocity (m/s)"),
-    "wz_max": (1.0, 0.0, 4.0, "largest turn rate (rad/s)"),
-    "ax_max": (1.5, 0.01, 20.0, "largest forward acceleration (m/s^2); stopping is immediate"),
-    "ay_max": (1.5, 0.01, 20.0, "largest sideways acceleration (m/s^2)"),
-    "awz_max": (3.0, 0.01, 40.0, "largest turn acceleration (rad/s^2)"),
-}
-MUX_PARAMS: dict[str, tuple[float, float, float, str]] = {
-    "teleop_timeout_s": (0.5, 0.02, 10.0, "a /teleop/cmd_vel older than this is stale (s): zero"),
-    "autonomy_timeout_s": (0.5, 0.02, 10.0, "a /autonomy/cmd_vel older than this is stale (s): zero"),
-    "joy_timeout_s": (0.5, 0.02, 10.0, "a /joy message older than this is stale (s): zero"),
-    "takeover_threshold": (0.05, 0.0, 1.0, "a teleop command faster than this on any axis takes over"),
-}
-JOY_PARAMS: dict[str, tuple[int, str]] = {
-    "joy_deadman_button": (4, "joystick deadman button (held to drive and for the mode buttons)"),
-    "joy_axis_vx": (1, "joystick axis of the forward velocity"),
-    "joy_axis_vy": (0, "joystick axis of the sideways (left) velocity"),
-    "joy_axis_wz": (3, "joystick axis of the turn (left) rate"),
-    "joy_button_stand": (0, "joystick button: stand"),
-    "joy_button_estop": (1, "joystick button: e-stop (works without the deadman)"),
-    "joy_button_walk": (2, "joystick button: walk"),
-    "joy_button_run_policy": (3, "joystick button: run_policy"),
-}
 LATCHED = QoSProfile(
     depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 
 
-class ModeManagerNode(QuietNode):
+class ModeManagerNode(ModeManagerInputs, QuietNode):
     """ROS 2 adapter of :class:`ModeMachine`, :class:`CommandMux` and :class:`OperationRecord`."""
 
     def __init__(self) -> None:
@@ -173,8 +157,8 @@ class ModeManagerNode(QuietNode):
             {name: declare(self, name, d, desc, lo, hi) for name, (d, lo, hi, desc) in MUX_PARAMS.items()}
         )
         values.update({name: declare(self, name, d, desc, 0, 63) for name, (d, desc) in JOY_PARAMS.items()})
-        self.mux = CommandMux(self._mux_settings(values))
-        self.joy_mapping = self._joy_mapping(values)
+        self.mux = CommandMux(make_mux_settings(values))
+        self.joy_mapping = make_joy_mapping(values)
         self.values = values
         self.machine = ModeMachine()
         self.record = OperationRecord()
@@ -253,34 +237,14 @@ class ModeManagerNode(QuietNode):
         )
 
     # ------------------------------------------------------------------ configuration
-    @staticmethod
-    def _mux_settings(v: dict[str, Any]) -> MuxSettings:
-        limits = VelocityLimits(**{k: float(v[k]) for k in LIMIT_PARAMS})
-        return MuxSettings(limits=limits, **{k: float(v[k]) for k in MUX_PARAMS})
-
-    @staticmethod
-    def _joy_mapping(v: dict[str, Any]) -> JoyMapping:
-        mapping = JoyMapping(
-            deadman_button=int(v["joy_deadman_button"]),
-            axis_vx=int(v["joy_axis_vx"]),
-            axis_vy=int(v["joy_axis_vy"]),
-            axis_wz=int(v["joy_axis_wz"]),
-            scale_vx=float(v["vx_max"]),
-            scale_vy=float(v["vy_max"]),
-            scale_wz=float(v["wz_max"]),
-            buttons={name: int(v[f"joy_button_{name}"]) for name in ("stand", "estop", "walk", "run_policy")},
-        )
-        mapping.check()
-        return mapping
-
     def _on_set_parameters(self, params: list[Any]) -> SetParametersResult:
         values = dict(self.values)
         for p in params:
             if p.name in values:
                 values[p.name] = p.value
         try:
-            settings = self._mux_settings(values)
-            mapping = self._joy_mapping(values)
+            settings = make_mux_settings(values)
+            mapping = make_joy_mapping(values)
         except (ValueError, TypeError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         self.values = values
@@ -488,129 +452,6 @@ class ModeManagerNode(QuietNode):
         self.get_logger().warning(f"refused {name} ({origin}): {reason}")
         self._publish_state()
         return False, reason
-
-    # ------------------------------------------------------------------ inputs
-    def _on_driver_mode(self, msg: String) -> None:
-        t = self.now()
-        tr = self.machine.on_driver_mode(msg.data, t)
-        if tr is not None and tr.new == Mode.DAMP:
-            self._event(t, "fault", source="driver", reason=tr.reason)
-        self._transition(tr)
-        self._publish_state()
-
-    def _on_policy_state(self, msg: String) -> None:
-        t = self.now()
-        if msg.data == "fault":
-            self._event(t, "fault", source="policy_runner", state=msg.data)
-        self._transition(self.machine.on_policy_state(msg.data, t))
-        self._publish_state()
-
-    def _on_wbc_state(self, msg: String) -> None:
-        self.wbc_state = msg.data
-        if msg.data == "fault":
-            self._event(self.now(), "fault", source="wbc_controller", state=msg.data)
-        self._publish_state()
-
-    def _on_walk_state(self, msg: String) -> None:
-        self.walk_state = msg.data
-        if msg.data != "run":
-            self.walk_stepping = False  # not stepping while idle, waiting or faulted (status stops)
-        if msg.data == "fault":
-            self._event(self.now(), "fault", source="walking_controller", state=msg.data)
-        self._publish_state()
-
-    def _on_walking_status(self, msg: Float64MultiArray) -> None:
-        """``/walking/status``: its last field (``walking``: 1 while a footstep plan runs, 0 standing)."""
-        if msg.data:
-            value = float(msg.data[-1])
-            self.walk_stepping = not (math.isfinite(value) and value < 0.5)
-
-    def _on_switch(self, msg: String) -> None:
-        try:
-            data = json.loads(msg.data)
-        except ValueError:
-            return
-        within = (
-            float(data.get("step_at_switch", 0.0)) <= self.max_torque_step + 1e-9
-            and float(data.get("max_step", 0.0)) <= self.max_torque_step + 1e-9
-        )
-        data["within_bound"] = within
-        self.switch_violations += 0 if within else 1
-        t = data.pop("t", None)
-        self._event(float(t) if isinstance(t, int | float) else self.now(), "switch", **data)
-        text = (
-            f"switch {data.get('from')} -> {data.get('to')}: largest torque step {data.get('max_step')} of "
-            f"the effort limit ({data.get('max_step_joint')}), at the switch {data.get('step_at_switch')}; "
-            f"bound {self.max_torque_step:g}{'' if within else ' EXCEEDED'}"
-        )
-        if within:
-            self.get_logger().info(text)
-        else:
-            self.get_logger().error(text)
-        self._publish_state()
-
-    def _on_teleop(self, msg: Twist) -> None:
-        if self.lockstep:
-            self._pending.append(("teleop", msg))
-            return
-        self._apply_teleop(msg, self.now())
-
-    def _on_autonomy(self, msg: Twist) -> None:
-        if self.lockstep:
-            self._pending.append(("autonomy", msg))
-            return
-        self._apply_autonomy(msg, self.now())
-
-    def _on_joy(self, msg: Joy) -> None:
-        if self.lockstep:
-            self._pending.append(("joy", msg))
-            return
-        self._apply_joy(msg, self.now())
-
-    def _flush_inputs(self) -> None:
-        """Lockstep: apply the buffered inputs, in arrival order, at :meth:`now`. Called at a computing tick
-        and before a request (a service call made while the simulation is held applies the inputs that
-        arrived before it first, as the immediate path would have)."""
-        pending, self._pending = self._pending, []
-        for kind, item in pending:
-            self._apply_input(kind, item, self.now())
-
-    def _apply_input(self, kind: str, msg: Any, t: float) -> None:
-        {"teleop": self._apply_teleop, "autonomy": self._apply_autonomy, "joy": self._apply_joy}[kind](msg, t)
-
-    def _apply_teleop(self, msg: Twist, t: float) -> None:
-        accepted, takeover = self.mux.teleop_twist(t, msg.linear.x, msg.linear.y, msg.angular.z)
-        if not accepted:
-            self.get_logger().warning(
-                f"refused /teleop/cmd_vel: {self.mux.counters.last_refusal}", throttle_duration_sec=1.0
-            )
-        if takeover:
-            self._takeover(t, "/teleop/cmd_vel")
-
-    def _apply_autonomy(self, msg: Twist, t: float) -> None:
-        if not self.mux.autonomy_twist(t, msg.linear.x, msg.linear.y, msg.angular.z):
-            self.get_logger().warning(
-                f"refused /autonomy/cmd_vel: {self.mux.counters.last_refusal}", throttle_duration_sec=1.0
-            )
-
-    def _apply_joy(self, msg: Joy, t: float) -> None:
-        buttons = list(msg.buttons)
-        command = self.joy_mapping.map(list(msg.axes), buttons, self._joy_buttons)
-        if isinstance(command, str):
-            self.mux.joy(t, command)
-            self.get_logger().warning(command, throttle_duration_sec=1.0)
-            return
-        self._joy_buttons = buttons
-        if self.mux.joy(t, command):
-            self._takeover(t, "/joy")
-        for name in command.pressed:
-            request = Request(name)
-            self.perform(request, "joy")
-
-    def _takeover(self, t: float, by: str) -> None:
-        self._event(t, "takeover", by=by)
-        self.get_logger().warning(f"teleop takeover ({by}): autonomy off until set again")
-        self._publish_state()
 
     # ------------------------------------------------------------------ output
     def _tick(self) -> None:
