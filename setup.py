@@ -68,13 +68,14 @@ setup(
             "humanoid-policy = humanoid_policy.check:main",
             "humanoid-teleop = humanoid_bringup.teleop:main",
         ],
-        # controllers found by name (humanoid_control/controllers/registry.py): a Controller subclass is hosted
-        # by the generic node adapter and the driver's loop; the others are node classes of their own
+        # controllers found by name (humanoid_control/controllers/registry.py): Controller subclasses, hosted
+        # by the generic node adapter, the driver's loop and the in-process runner (policy, wbc_stand and
+        # mpc_walk still have a node of their own as their ROS face: their `node` attribute)
         "humanoid_stack.controllers": [
             "joint_hold = humanoid_control.controllers.joint_hold:JointHoldController",
-            "policy = humanoid_policy.policy_runner_node:PolicyRunnerNode",
-            "wbc_stand = humanoid_control.wbc.wbc_node:WbcNode",
-            "mpc_walk = humanoid_control.walking.walking_node:WalkingNode",
+            "policy = humanoid_policy.controller:PolicyController",
+            "wbc_stand = humanoid_control.wbc.wbc_stand:WbcStandController",
+            "mpc_walk = humanoid_control.walking.mpc_walk:MpcWalkController",
         ],
     },
 )

@@ -49,6 +49,11 @@ class NodeTopics:
     parameters: dict[str, str] = field(default_factory=dict)
 
 
+_CONTROLLER_NODE = NodeTopics(
+    publishes=("/joint_commands", "~/joint_commands", "~/state", "/diagnostics", ACK_TOPIC),
+    subscribes=("/cmd_vel", "/joint_states", "/imu/data", STATUS_TOPIC),
+)
+
 #: executable (console script) -> its topics; checked against the nodes' code by test/test_node_graph.py
 NODE_TOPICS: dict[str, NodeTopics] = {
     "robot_driver": NodeTopics(
@@ -70,10 +75,9 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     # the emulated G1 (hardware:=unitree_g1 emulator:=true); its robot side is DDS (rt/lowcmd, rt/lowstate)
     "g1_emulator": NodeTopics(publishes=("~/status",), subscribes=("~/remote",)),
     "robot_description": NodeTopics(publishes=("/robot_description",), subscribes=()),
-    "joint_hold_controller": NodeTopics(
-        publishes=("/joint_commands", "~/joint_commands", ACK_TOPIC),
-        subscribes=("/joint_states", STATUS_TOPIC),
-    ),
+    # the generic node adapter hosting a registered controller (joint_hold_controller: hosting joint_hold)
+    "controller_node": _CONTROLLER_NODE,
+    "joint_hold_controller": _CONTROLLER_NODE,
     "policy_runner": NodeTopics(
         publishes=("/joint_commands", "~/joint_commands", "~/state", "/diagnostics", ACK_TOPIC),
         subscribes=("/imu/data", "/cmd_vel", "{driver}/mode", "/joint_states", STATUS_TOPIC),
@@ -218,6 +222,12 @@ def _collect_nodes(
     choices = []
     for name in vary:
         spec = declared.get(name)
+        if spec is not None and not spec.choices and name == "controller":
+            # any registered controller's name is valid: vary over the stack's own
+            from humanoid_control.controllers.registry import NO_CONTROLLER, STACK_CONTROLLERS
+
+            choices.append([NO_CONTROLLER, *STACK_CONTROLLERS])
+            continue
         if spec is None or not spec.choices:
             raise LaunchError(f"--vary {name}: not an argument with choices in {path.name}")
         choices.append(spec.choices)

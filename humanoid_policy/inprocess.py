@@ -1,26 +1,25 @@
-"""Single-process policy loop: MuJoCo backend + driver core + policy runner, no ROS.
-
-The same pure cores the ROS nodes use (``DriverCore``, ``PolicyRunner``) in one loop, for benchmarks, for
-recording states (the parity test data) and for quick experiments. It is *not* the evaluation path: the
-sim-to-sim evaluation runs the ROS graph (``humanoid-eval locomotion``).
+"""A learned policy in one process: the in-process runner (:mod:`humanoid_control.controllers.inprocess`) with
+the :class:`~humanoid_policy.controller.PolicyController`, logged for benchmarks, for recording states (the
+parity test data) and for quick experiments. No ROS. It is *not* the evaluation path: the sim-to-sim
+evaluation runs the ROS graph (``humanoid-eval locomotion``).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from humanoid_control.driver.driver_core import DriverCore, DriverSettings, JointCommand
+from humanoid_control.controllers.inprocess import InProcessRunner, RunnerSettings
+from humanoid_control.controllers.interface import ControllerState
+from humanoid_control.driver.driver_core import JointCommand
 from humanoid_control.hardware.mujoco_sim import MujocoBackend, tilt_from_quat
 from humanoid_control.model.robot_config import RobotConfig
+from humanoid_policy.controller import PolicyController
 from humanoid_policy.manifest import PolicyManifest
-from humanoid_policy.policy_core import PolicyCore
-from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState
+from humanoid_policy.runner import ImuSample, RunnerState
 
 
 @dataclass
@@ -96,58 +95,65 @@ def run_in_process(
     )
     if model_hook is not None:
         model_hook(backend.model)
-    driver = DriverCore(robot, DriverSettings(rate_hz=rate_hz, ramp_duration=settle_s))
-    core = PolicyCore(manifest, robot)
-    driver.set_command_gains(gain_scale * core.kp, gain_scale * core.kd, name=manifest.name)
-    pending: deque[JointCommand] = deque()
-    hold_until: float | None = None
-    runner = PolicyRunner(core, RunnerSettings())
-    runner.gains_ready = True
+    controller = PolicyController(manifest)
+    runner = InProcessRunner(
+        robot,
+        controller,
+        {"gain_scale": gain_scale},
+        RunnerSettings(
+            rate_hz=rate_hz, ramp_s=settle_s, delay_ticks=delay_ticks, autostart=hold_before_run_s <= 0
+        ),
+        backend=backend,
+    )
+    if imu_hook is not None:
+
+        def rewrite(state: ControllerState, backend: object) -> ControllerState:
+            sample = imu_hook(ImuSample(state.stamp, state.imu_quat, state.gyro), backend)
+            state.imu_quat, state.gyro = sample.quat_wxyz, sample.gyro
+            return state
+
+        runner.state_hook = rewrite
+    policy = controller.runner
+    assert policy is not None and controller.core is not None
     dt = 1.0 / rate_hz
     log = InProcessLog()
     run_t0: float | None = None
-    total = settle_s + runner.settings.ramp_s + sum(d for _, d, _ in script)
+    hold_until: float | None = None
+    total = settle_s + policy.settings.ramp_s + sum(d for _, d, _ in script)
     while backend.time < total + 0.5 * dt:
-        s = backend.read()
-        t = s.stamp
-        if driver.mode.value in ("hold", "active") and hold_before_run_s > 0:
+        t = runner.time
+        if (
+            hold_before_run_s > 0
+            and not runner.host.active
+            and runner.driver.mode.value in ("hold", "active")
+        ):
             hold_until = t + hold_before_run_s if hold_until is None else hold_until
             if t < hold_until:  # the policy's soft gains hold the default pose first (no policy yet)
                 z = np.zeros(robot.num_joints)
-                driver.submit(JointCommand(q=core.default_target.copy(), dq=z, tau_ff=z, stamp=t))
-                driver_cmd = driver.update(s.q, s.dq, tilt_from_quat(s.imu_quat))
-                backend.write(driver_cmd)
-                backend.advance(dt)
-                continue
-        if driver.mode.value in ("hold", "active"):
-            sample = ImuSample(t, s.imu_quat, s.gyro)
-            runner.set_imu(imu_hook(sample, backend) if imu_hook is not None else sample)
-            if runner.state == RunnerState.RUN and run_t0 is None:
-                run_t0 = t
-            cmd = command_at(script, t - run_t0) if run_t0 is not None else np.zeros(3)
-            runner.set_command(cmd, t)
-            t0 = time.perf_counter()
-            out = runner.update(t, s.q, s.dq, driver.mode.value)
-            if out.policy_step is not None:
-                log.inference_s.append(time.perf_counter() - t0)
-                st = out.policy_step
-                log.step_t.append(t)
-                log.step_q.append(s.q.copy())
-                log.step_dq.append(s.dq.copy())
-                log.step_quat.append(s.imu_quat.copy())
-                log.step_gyro.append(s.gyro.copy())
-                log.step_cmd.append(cmd.copy())
-                log.step_obs.append(st.obs.copy())
-                log.step_action.append(st.action.copy())
-                log.step_target.append(st.q_target.copy())
-            if out.q_target is not None:
-                z = np.zeros(robot.num_joints)
-                pending.append(JointCommand(q=out.q_target, dq=z, tau_ff=z, stamp=t))
-            while len(pending) > delay_ticks:
-                driver.submit(pending.popleft())
-        command = driver.update(s.q, s.dq, tilt_from_quat(s.imu_quat))
-        backend.write(command)
-        truth = backend.ground_truth()
+                runner.driver.submit(
+                    JointCommand(q=controller.core.default_target.copy(), dq=z, tau_ff=z, stamp=t)
+                )
+            else:
+                runner.start()
+        if policy.state == RunnerState.RUN and run_t0 is None:
+            run_t0 = t
+        cmd = command_at(script, t - run_t0) if run_t0 is not None else np.zeros(3)
+        runner.set_cmd_vel(*cmd)
+        tick = runner.step()
+        s = tick.sensors
+        st = controller.last_step
+        if st is not None:
+            log.inference_s.append(runner.host.update_us_last * 1e-6)
+            log.step_t.append(t)
+            log.step_q.append(s.q.copy())
+            log.step_dq.append(s.dq.copy())
+            log.step_quat.append(tick.state.imu_quat.copy())
+            log.step_gyro.append(tick.state.gyro.copy())
+            log.step_cmd.append(cmd.copy())
+            log.step_obs.append(st.obs.copy())
+            log.step_action.append(st.action.copy())
+            log.step_target.append(st.q_target.copy())
+        truth = tick.truth
         log.t.append(t)
         log.base_pos.append(truth.position.copy())
         log.base_quat.append(truth.quat.copy())
@@ -164,7 +170,6 @@ def run_in_process(
         if truth.position[2] < robot.simulation.fall_height or tilt_from_quat(truth.quat) > math.radians(60):
             log.fell = True
             break
-        backend.advance(dt)
-    log.driver_mode = driver.mode.value
-    backend.close()
+    log.driver_mode = runner.driver.mode.value
+    runner.close()
     return log

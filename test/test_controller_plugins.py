@@ -27,6 +27,7 @@ from humanoid_control.controllers.registry import (
     UnknownControllerError,
     create_controller,
     load_controller,
+    own_node_class,
     registered_controllers,
 )
 from humanoid_control.driver.driver_core import CommandError, JointCommand
@@ -110,11 +111,13 @@ def test_registry_lists_the_stack_controllers_and_refuses_unknown_names() -> Non
     names = registered_controllers()
     assert {"joint_hold", "policy", "wbc_stand", "mpc_walk"} <= set(names)
     assert isinstance(create_controller("joint_hold"), JointHoldController)
-    assert load_controller("wbc").__name__ == "WbcNode"  # the driver parameter's older name
+    assert load_controller("wbc").__name__ == "WbcStandController"  # the driver parameter's older name
     with pytest.raises(UnknownControllerError, match=r"registered controllers .* joint_hold, mpc_walk"):
         load_controller("no_such_controller")
-    with pytest.raises(ValueError, match="runs as its own node"):
-        create_controller("policy")
+    # the stack's controllers that still have a node of their own name it; joint_hold has none
+    assert own_node_class(load_controller("policy")).__name__ == "PolicyRunnerNode"
+    assert own_node_class(load_controller("mpc_walk")).__name__ == "WalkingNode"
+    assert own_node_class(JointHoldController) is None
 
 
 def test_joint_hold_through_the_host_answers_each_state_with_the_default_pose() -> None:
@@ -237,15 +240,25 @@ def _run_arm_sine(
             ),
         )
 
-    probe = GraphProbe(subscribe_description=False, name="arm_sine_probe", setup=setup)
-    args = {"controller": "arm_sine", "activation_ticks": "1", "sim_duration_s": "120"}
+    # the probe is a lockstep peer: simulated time advances only as it acknowledges, so it misses no tick
+    probe = GraphProbe(subscribe_description=False, name="arm_sine_probe", setup=setup, lockstep_peer=True)
+    args = {
+        "controller": "arm_sine",
+        "activation_ticks": "1",
+        "start_paused": "true",
+        "sim_duration_s": "120",
+    }
     if in_loop:
         args["in_loop"] = "true"
     graph = LaunchedGraph(args, tmp_path / "graph.log").start()
     try:
-        ok = probe.wait_for(lambda d: bool(d.joint_t) and d.joint_t[-1] > 5.0, 240.0)
-        assert ok, graph.log()[-4000:]
-        diag = probe.last_diagnostics()
+        try:
+            # in its own node the controller is a lockstep peer too; in the loop it is the driver's call
+            probe.start_graph(peers=() if in_loop else ("arm_sine_controller",), running=graph.running)
+            probe.run_until(5.0)
+        except (TimeoutError, RuntimeError) as exc:
+            pytest.fail(f"{exc}\n{graph.log()[-4000:]}")
+        diag = probe.diagnostics_at(4.0)
         with probe.lock:
             t = np.array(probe.data.joint_t)
             names = list(probe.data.joint_names)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from humanoid_bringup.evaluation.graph_probe import default_launch_file
+from humanoid_bringup.evaluation.launched_graph import default_launch_file
 from humanoid_bringup.node_graph import BEGIN_MARK, END_MARK, NODE_TOPICS, mermaid_graph, update_markdown
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

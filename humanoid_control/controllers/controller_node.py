@@ -13,6 +13,10 @@ registered under ``<name>`` (:mod:`~humanoid_control.controllers.registry`) thro
   (std_msgs/String, JSON, latched: on every start and stop), ``/diagnostics`` (once a second of the
   driver's clock);
 - services: ``~/start`` and ``~/stop`` (std_srvs/Trigger): activate at the next state, deactivate now;
+- gains: what the controller's ``gains()`` asks for (a gain profile's name, or per-joint kp / kd) is set on
+  the driver's parameters (``gain_profile``, ``command_kp`` / ``command_kd``; the parameter ``driver`` names
+  the driver node) before the node answers any state; in lockstep it joins the driver's peers only once the
+  driver took them;
 - lockstep (``lockstep:=true``): a peer of the driver, acknowledging each tick once its command is out.
 
 In the driver's loop (driver parameter ``in_loop_controller: <name>``) the driver creates this node in its
@@ -23,6 +27,7 @@ process with ``in_loop`` set: the driver's loop thread calls :meth:`ControllerNo
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -49,6 +54,8 @@ class ControllerNode(QuietNode):
 
     Args:
         in_loop: created by the driver to be called from its loop (no state subscriptions, no lockstep peer).
+        in_loop_gains: in the loop, the driver's setter of the controller's gains (a profile name or
+            ``(kp, kd)``; returns None or why it refused).
         default_controller: the ``controller`` parameter's default (the driver passes its
             ``in_loop_controller``; the ``joint_hold_controller`` entry point passes ``joint_hold``).
         node_name: the node's name (default ``<controller>_controller``).
@@ -57,6 +64,7 @@ class ControllerNode(QuietNode):
     def __init__(
         self,
         in_loop: bool = False,
+        in_loop_gains: Any = None,
         default_controller: str = "joint_hold",
         node_name: str | None = None,
         **kwargs: Any,
@@ -83,10 +91,24 @@ class ControllerNode(QuietNode):
                 f"controller {name} reads the state estimate: it runs in the driver's loop only "
                 "(in_loop:=true)"
             )
+        self.driver = declare(
+            self, "driver", "/robot_driver", "robot driver node name", read_only=True
+        ).rstrip("/")
         self.host = ControllerHost(controller, self.config, params, autostart=autostart)
         self.in_loop = in_loop
+        self.gains = controller.gains()
+        self.gains_ready = self.gains is None
+        if self.gains is not None and in_loop:
+            if in_loop_gains is None:
+                raise ValueError(f"controller {name}: its gains need the driver's in-loop setter")
+            why = in_loop_gains(self.gains)
+            if why is not None:
+                raise ValueError(f"controller {name}: the driver refused its gains: {why}")
+            self.gains_ready = True
         self.names = list(self.config.joint_names)
         self.cmd_vel: np.ndarray | None = None
+        self.cmd_vel_stamp = -math.inf
+        self._last_stamp = -math.inf  # the stamp of the last state handed to the host (s)
         self._last_command: JointCommand | None = None
         self._last_diag_s = -1
         self.in_loop_logs: list[str] = []
@@ -110,7 +132,9 @@ class ControllerNode(QuietNode):
             self._done_key = -1
             self.create_subscription(JointState, "/joint_states", self._on_joint_states, stream)
             self.create_subscription(Imu, "/imu/data", self._on_imu, stream)
-            self.peer = LockstepPeer(self, lockstep)
+            self.peer = LockstepPeer(self, lockstep, ready=lambda: self.gains_ready)
+            if not self.gains_ready:
+                self._request_gains()
         self.index = None  # /joint_states order -> configuration order, from the first message
         self._publish_status()
 
@@ -119,6 +143,7 @@ class ControllerNode(QuietNode):
         values = np.array([msg.linear.x, msg.linear.y, msg.angular.z], dtype=float)
         if np.all(np.isfinite(values)):
             self.cmd_vel = values
+            self.cmd_vel_stamp = self._last_stamp
         else:
             self.get_logger().warning("refused a non-finite /cmd_vel", throttle_duration_sec=1.0)
 
@@ -162,7 +187,7 @@ class ControllerNode(QuietNode):
         return q, dq
 
     def _process(self, joints: JointState, imu: Imu) -> None:
-        pair = self._reorder(joints)
+        pair = self._reorder(joints) if self.gains_ready else None  # no command before the driver's gains
         if pair is not None:
             o, w, a = imu.orientation, imu.angular_velocity, imu.linear_acceleration
             state = ControllerState(
@@ -175,6 +200,7 @@ class ControllerNode(QuietNode):
                 accel=np.array([a.x, a.y, a.z]),
                 tau=np.asarray(joints.effort, dtype=float)[self.index] if len(joints.effort) else None,
                 cmd_vel=self.cmd_vel,
+                cmd_vel_stamp=self.cmd_vel_stamp,
             )
             try:
                 command = self._step(state)
@@ -186,9 +212,53 @@ class ControllerNode(QuietNode):
             self._maybe_diagnostics(state.stamp)
         self.peer.ack(joints.header.stamp)
 
+    def _request_gains(self) -> None:
+        """Own node: the controller's gains on the driver's parameters (retried every 0.2 s until set)."""
+        from rcl_interfaces.srv import SetParametersAtomically
+        from rclpy.clock import Clock, ClockType
+        from rclpy.parameter import Parameter
+
+        if isinstance(self.gains, str):
+            params = [Parameter("gain_profile", Parameter.Type.STRING, self.gains)]
+        else:
+            kp, kd = (np.asarray(g, dtype=float).tolist() for g in self.gains)
+            params = [
+                Parameter("command_kp", Parameter.Type.DOUBLE_ARRAY, kp),
+                Parameter("command_kd", Parameter.Type.DOUBLE_ARRAY, kd),
+            ]
+        request = SetParametersAtomically.Request(parameters=[p.to_parameter_msg() for p in params])
+        client = self.create_client(SetParametersAtomically, f"{self.driver}/set_parameters_atomically")
+        pending: list[Any] = []
+
+        def attempt() -> None:
+            if self.gains_ready:
+                timer.cancel()
+                return
+            if pending or not client.service_is_ready():
+                return
+            future = client.call_async(request)
+            pending.append(future)
+            future.add_done_callback(done)
+
+        def done(future: Any) -> None:
+            pending.clear()
+            try:
+                result = future.result().result
+            except Exception as exc:
+                self.get_logger().error(f"setting the driver's gains failed: {exc}")
+                return
+            if result.successful:
+                self.gains_ready = True
+                self.get_logger().info(f"the driver applies {self.host.name}'s gains to its commands")
+            else:
+                self.get_logger().error(f"the driver refused {self.host.name}'s gains: {result.reason}")
+
+        timer = self.create_timer(0.2, attempt, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
     # ------------------------------------------------------------------ the host
     def _step(self, state: ControllerState) -> JointCommand | None:
         was_active = self.host.active
+        self._last_stamp = state.stamp
         command = self.host.step(state)
         self._last_command = command
         if self.host.active != was_active:
@@ -208,6 +278,7 @@ class ControllerNode(QuietNode):
             tau=state.tau,
             estimate=state.estimate,
             cmd_vel=self.cmd_vel,
+            cmd_vel_stamp=self.cmd_vel_stamp,
         )
         return self._step(view)
 

@@ -49,6 +49,7 @@ class ControllerState:
         accel: IMU specific force (m/s^2, IMU frame). tau: joint torques applied over the last tick (N m).
         estimate: the base state of this tick from the state estimator (``BaseEstimate``), None without one.
         cmd_vel: the latest velocity command (vx m/s, vy m/s, wz rad/s; base frame), None when none came.
+        cmd_vel_stamp: when that command came (s, the driver's clock: the stamp of the state it arrived at).
     """
 
     stamp: float
@@ -61,6 +62,7 @@ class ControllerState:
     tau: np.ndarray | None = None
     estimate: Any = None
     cmd_vel: np.ndarray | None = None
+    cmd_vel_stamp: float = -math.inf
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,12 @@ class Controller:
 
     def deactivate(self) -> None:
         """Stop commanding (it may be activated again)."""
+
+    def gains(self) -> str | tuple[np.ndarray, np.ndarray] | None:
+        """The gains the driver is to apply to this controller's commands: a gain profile's name of the robot
+        configuration, per-joint ``(kp, kd)`` (N m/rad, N m s/rad; configuration order), or None (the
+        driver's ``gain_profile``). Asked once, after :meth:`configure`."""
+        return None
 
     def report(self) -> dict[str, str]:
         """Diagnostics values (key -> text) for ``/diagnostics``."""

@@ -5,15 +5,17 @@ A package adds a controller without touching this one by declaring, in its packa
     [project.entry-points."humanoid_stack.controllers"]
     arm_sine = "my_package.arm_sine:ArmSineController"
 
-The object named is either a :class:`~humanoid_control.controllers.interface.Controller` subclass (hosted by
-the generic node adapter or called from the driver's loop) or, for the stack's controllers that still have a
-node of their own (``policy``, ``wbc_stand``, ``mpc_walk``), that node's class; such a class offers a
-classmethod ``in_loop_node(driver, kwargs)`` when it can run in the driver's loop. The registry imports
-nothing of any particular controller: names resolve at run time.
+The object named is a :class:`~humanoid_control.controllers.interface.Controller` subclass. The generic node
+adapter hosts it as its own node, and the driver's loop calls it (``in_loop:=true``); the in-process runner
+runs it. A controller whose ROS face is still a node of its own (the stack's ``policy``, ``wbc_stand`` and
+``mpc_walk``) names that node's class in its ``node`` attribute (``"module:Class"``); that node class offers a
+classmethod ``in_loop_node(driver, kwargs)`` for the driver's loop. The registry imports nothing of any
+particular controller: names resolve at run time.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -22,6 +24,8 @@ from humanoid_control.controllers.interface import Controller
 GROUP = "humanoid_stack.controllers"
 #: accepted names that mean "no controller" (the driver holds the default pose)
 NO_CONTROLLER = "none"
+#: the controllers this package registers (others come from installed packages)
+STACK_CONTROLLERS = ("joint_hold", "policy", "wbc_stand", "mpc_walk")
 #: older names of registered controllers (the driver parameter ``in_loop_controller`` took ``wbc``)
 ALIASES = {"wbc": "wbc_stand"}
 
@@ -74,8 +78,27 @@ def load_controller(name: str) -> Any:
 
 
 def is_controller_class(obj: Any) -> bool:
-    """True for a :class:`Controller` subclass (hosted generically), False for a node-hosted controller."""
+    """True for a :class:`Controller` subclass."""
     return isinstance(obj, type) and issubclass(obj, Controller)
+
+
+def own_node_class(controller_class: Any) -> Any:
+    """The node class a controller names in its ``node`` attribute (``"module:Class"``), or None (the
+    generic node adapter hosts it).
+
+    Raises:
+        ImportError: the named node class cannot be imported.
+    """
+    ref = getattr(controller_class, "node", None)
+    if not ref:
+        return None
+    module, _, attr = str(ref).partition(":")
+    try:
+        return getattr(import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(
+            f"controller {controller_class.__name__}: node {ref} cannot be loaded: {exc!r}"
+        ) from exc
 
 
 def create_controller(name: str) -> Controller:
@@ -83,12 +106,9 @@ def create_controller(name: str) -> Controller:
 
     Raises:
         UnknownControllerError, ImportError: as :func:`load_controller`.
-        ValueError: ``name`` is registered by a node-hosted controller (it has no generic host yet).
+        ValueError: the registered object is not a :class:`Controller` subclass.
     """
     obj = load_controller(name)
     if not is_controller_class(obj):
-        raise ValueError(
-            f"controller '{name}' runs as its own node ({obj.__module__}.{obj.__qualname__}), not in the "
-            "generic controller host"
-        )
+        raise ValueError(f"controller '{name}': {obj!r} is not a Controller subclass")
     return obj()

@@ -1,7 +1,8 @@
-"""In-process closed loop: :class:`~.controller.WalkingController` on the MuJoCo backend (no ROS), for tests
-and tuning, with ground-truth state or (``estimated``) the state estimator's core fed by the simulated IMU
-and encoders, as the graph's ``state_estimator`` is (its default noise and flat-ground prior). The
-acceptance runs go through the ROS graph with the estimator.
+"""Walking trials in one process: the ``mpc_walk`` controller (:class:`~.mpc_walk.MpcWalkController`) on the
+in-process runner (:mod:`humanoid_control.controllers.inprocess`: driver core, MuJoCo backend; no ROS), for
+tests and tuning, with the simulator's ground truth as the base estimate or (``estimated``) the state
+estimator's core fed by the simulated IMU and encoders, as the graph's ``state_estimator`` is (its default
+noise and flat-ground prior). The acceptance runs go through the ROS graph with the estimator.
 
 Push trials (:func:`survives_walking_push`, :func:`max_survived_walking_impulse`): a 0.1 s horizontal push
 (N, world frame; the robot spawns facing +x) at the base body, standing (stepping allowed) or walking
@@ -14,18 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import pinocchio as pin
 
-from humanoid_control.estimation.ekf import EstimatorNoise
-from humanoid_control.estimation.estimator import StateEstimator
-from humanoid_control.hardware.mujoco_sim import MujocoBackend
+from humanoid_control.controllers.inprocess import InProcessRunner, RunnerSettings
 from humanoid_control.hardware.push import PushLimits, validate_push
-from humanoid_control.hardware.types import LowLevelCommand
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.walking.controller import WalkingController, WalkingSettings
-from humanoid_control.wbc.command import CommandMode
-from humanoid_control.wbc.dynamics import pinocchio_state
-from humanoid_control.wbc.sim_loop import Push, ground_truth_state
+from humanoid_control.walking.mpc_walk import MpcWalkController
+from humanoid_control.wbc.sim_loop import TRIAL_RAMP_S, Push
 
 
 @dataclass
@@ -67,56 +63,55 @@ def run_walking(
     on where ``push_when(controller)`` holds (``WalkLog.push_time``); ``stop_after``: end the run that long
     (s) after the push; ``estimated``: the controller sees the state estimator's state (module docstring),
     not the ground truth."""
-    backend = MujocoBackend(config, initial_joint_positions=config.array("default"))
     ctl = controller or WalkingController(config)
-    estimator = StateEstimator(config, EstimatorNoise(ground_height=0.01)) if estimated else None
-    gains = config.gain_profile(gain_profile)
+    plugin = MpcWalkController(ctl)
+    runner = InProcessRunner(
+        config,
+        plugin,
+        {"gain_profile": gain_profile},
+        RunnerSettings(rate_hz=1.0 / ctl.dt, ramp_s=TRIAL_RAMP_S, estimator="ekf" if estimated else "truth"),
+        initial_joint_positions=config.array("default"),
+    )
+    backend = runner.backend
     dt = ctl.dt
     log = WalkLog()
     limits = PushLimits(timestep=config.simulation.timestep)
-    for k in range(round(seconds / dt)):
-        t = k * dt
-        gt = backend.ground_truth()
-        if estimator is None:
-            q, v = ground_truth_state(backend, ctl.pmodel, gt)
-        else:
-            m = backend.read()
-            e = estimator.step(m.stamp, m.gyro, m.accel, m.q, m.tau, m.imu_quat, m.dq)
-            xyzw = pin.Quaternion(e.rotation).coeffs()
-            q, v = pinocchio_state(
-                ctl.pmodel, e.position, xyzw, e.linear_velocity, e.angular_velocity, m.q, m.dq
-            )
-        ctl.set_command(*command(t))
-        cmd = ctl.step(q, v)
-        backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))
-        due = push is not None and log.push_time is None and k >= round(push.start / dt)
-        if push is not None and due and (push_when is None or push_when(ctl)):
-            backend.push(validate_push((*push.force, 0.0), push.duration, limits))
-            log.push_time = t
-        backend.advance(dt)
-        st = ctl.status
-        log.time.append(t)
-        log.base.append(np.array(gt.position, dtype=float))
-        w, x, y, z = gt.quat
-        log.yaw.append(float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))))
-        log.velocity.append(np.array(gt.linear_velocity_body, dtype=float))
-        log.yaw_rate.append(float(gt.angular_velocity_body[2]))
-        log.com.append(st.com)
-        log.com_ref.append(st.com_ref)
-        log.dcm.append(st.dcm)
-        log.dcm_ref.append(st.dcm_ref)
-        log.zmp_cmd.append(st.zmp_cmd)
-        log.zmp_ref.append(st.zmp_ref)
-        log.modes.append(st.mode.value)
-        swinging = [side for side, down in st.contacts.items() if not down]
-        wrenches = backend.contact_wrenches() if swinging else {}
-        log.swing_force.append(max((float(wrenches[side].force[2]) for side in swinging), default=0.0))
-        log.qp_ok.append(ctl.last_output is not None and ctl.last_output.ok)
-        if cmd.mode == CommandMode.DAMPING or backend.base_height() < config.simulation.fall_height:
-            log.fell = True
-            break
-        if stop_after is not None and log.push_time is not None and t >= log.push_time + stop_after:
-            break
+    try:
+        for k in range(round(seconds / dt)):
+            t = k * dt
+            runner.set_cmd_vel(*command(t))
+            tick = runner.control()
+            gt = tick.truth
+            due = push is not None and log.push_time is None and k >= round(push.start / dt)
+            if push is not None and due and (push_when is None or push_when(ctl)):
+                backend.push(validate_push((*push.force, 0.0), push.duration, limits))
+                log.push_time = t
+            runner.advance()
+            st = ctl.status
+            log.time.append(t)
+            log.base.append(np.array(gt.position, dtype=float))
+            w, x, y, z = gt.quat
+            log.yaw.append(float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))))
+            log.velocity.append(np.array(gt.linear_velocity_body, dtype=float))
+            log.yaw_rate.append(float(gt.angular_velocity_body[2]))
+            log.com.append(st.com)
+            log.com_ref.append(st.com_ref)
+            log.dcm.append(st.dcm)
+            log.dcm_ref.append(st.dcm_ref)
+            log.zmp_cmd.append(st.zmp_cmd)
+            log.zmp_ref.append(st.zmp_ref)
+            log.modes.append(st.mode.value)
+            swinging = [side for side, down in st.contacts.items() if not down]
+            wrenches = backend.contact_wrenches() if swinging else {}
+            log.swing_force.append(max((float(wrenches[side].force[2]) for side in swinging), default=0.0))
+            log.qp_ok.append(ctl.last_output is not None and ctl.last_output.ok)
+            if plugin.fault or backend.base_height() < config.simulation.fall_height:
+                log.fell = True
+                break
+            if stop_after is not None and log.push_time is not None and t >= log.push_time + stop_after:
+                break
+    finally:
+        runner.close()
     return log
 
 

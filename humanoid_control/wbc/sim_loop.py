@@ -1,4 +1,6 @@
-"""In-process closed loop: :class:`StandingController` on the MuJoCo backend, ground-truth state (no ROS).
+"""Standing trials in one process: the ``wbc_stand`` controller (:class:`~.wbc_stand.WbcStandController`) on
+the in-process runner (:mod:`humanoid_control.controllers.inprocess`: driver core, MuJoCo backend), the
+simulator's ground truth as the base estimate (no ROS).
 
 For tests and quick evaluations; the acceptance runs go through the ROS graph with the estimator instead.
 A push is a constant horizontal force (N, world frame) at the base body for a duration (s), applied by the
@@ -11,14 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from humanoid_control.hardware.mujoco_sim import MujocoBackend
+from humanoid_control.controllers.inprocess import InProcessRunner, RunnerSettings
 from humanoid_control.hardware.push import PushLimits, validate_push
-from humanoid_control.hardware.types import GroundTruth, LowLevelCommand
 from humanoid_control.model.robot_config import RobotConfig
-from humanoid_control.model.robot_model import PinocchioRobotModel, quat_wxyz_to_xyzw
-from humanoid_control.wbc.command import CommandMode
 from humanoid_control.wbc.controller import StandingController
-from humanoid_control.wbc.dynamics import pinocchio_state
+from humanoid_control.wbc.wbc_stand import WbcStandController
 
 
 @dataclass
@@ -43,23 +42,9 @@ class LoopLog:
     fell: bool = False
 
 
-def ground_truth_state(
-    backend: MujocoBackend, pmodel: PinocchioRobotModel, gt: GroundTruth | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The pinocchio state ``(q, v)`` of the simulated robot from the simulator's ground truth (base pose
-    in the world frame, base twist in the base frame) and its joint state: the in-process loops' estimator.
-    ``gt``: this tick's ground truth when the caller read it already."""
-    s = backend.read()
-    gt = gt or backend.ground_truth()
-    return pinocchio_state(
-        pmodel,
-        gt.position,
-        quat_wxyz_to_xyzw(gt.quat),
-        gt.linear_velocity_body,
-        gt.angular_velocity_body,
-        s.q,
-        s.dq,
-    )
+#: the driver's boot ramp in the trials (s): the robot spawns in the default pose, so one tick; the controller
+#: commands from the third tick on (ramp, hold, active)
+TRIAL_RAMP_S = 0.002
 
 
 def run_standing(
@@ -75,31 +60,38 @@ def run_standing(
     The robot spawns in the default pose. It counts as fallen when the base drops below
     ``simulation.fall_height`` or the controller requests damping (the loop then stops).
     """
-    backend = MujocoBackend(config, initial_joint_positions=config.array("default"))
-    ctl = controller or StandingController(config)
-    gains = config.gain_profile(gain_profile)
-    dt = 1.0 / rate_hz
+    plugin = WbcStandController(controller)
+    runner = InProcessRunner(
+        config,
+        plugin,
+        {"gain_profile": gain_profile},
+        RunnerSettings(rate_hz=rate_hz, ramp_s=TRIAL_RAMP_S, estimator="truth"),
+        initial_joint_positions=config.array("default"),
+    )
+    ctl = plugin.ctl
+    assert ctl is not None
+    backend = runner.backend
     log = LoopLog()
     limits = PushLimits(timestep=config.simulation.timestep)
-    for k in range(round(seconds * rate_hz)):
-        t = k * dt
-        q, v = ground_truth_state(backend, ctl.pmodel)
-        cmd = ctl.step(q, v)
-        backend.write(LowLevelCommand(cmd.q, cmd.dq, gains.kp, gains.kd, cmd.tau_ff))
-        if push is not None and k == round(push.start * rate_hz):
-            backend.push(validate_push((*push.force, 0.0), push.duration, limits))
-        backend.advance(dt)
-        bal = ctl.balance.state
-        assert bal is not None and ctl.last_output is not None
-        log.time.append(t)
-        log.com.append(bal.com)
-        log.com_ref.append(bal.dcm_ref)
-        log.base_height.append(backend.base_height())
-        log.modes.append(cmd.mode.value)
-        log.qp_ok.append(ctl.last_output.ok)
-        if cmd.mode == CommandMode.DAMPING or backend.base_height() < config.simulation.fall_height:
-            log.fell = True
-            break
+    try:
+        for k in range(round(seconds * rate_hz)):
+            tick = runner.control()
+            if push is not None and k == round(push.start * rate_hz):
+                backend.push(validate_push((*push.force, 0.0), push.duration, limits))
+            runner.advance()
+            bal = ctl.balance.state
+            log.time.append(tick.t)
+            log.base_height.append(backend.base_height())
+            if bal is not None and ctl.last_output is not None:
+                log.com.append(bal.com)
+                log.com_ref.append(bal.dcm_ref)
+                log.modes.append(plugin.last_mode)
+                log.qp_ok.append(ctl.last_output.ok)
+            if plugin.fault or backend.base_height() < config.simulation.fall_height:
+                log.fell = True
+                break
+    finally:
+        runner.close()
     return log
 
 
