@@ -34,21 +34,18 @@ import contextlib
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from rcl_interfaces.srv import SetParametersAtomically
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from humanoid_control.driver.driver_core import CommandError, JointCommand
-from humanoid_control.driver.in_loop import InLoopState, checked_command
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
@@ -56,11 +53,19 @@ from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, r
 from humanoid_control.ros.service_caller import ServiceCaller
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.policy_core import PolicyCore
-from humanoid_policy.runner import ImuSample, PolicyRunner, RunnerSettings, RunnerState
+from humanoid_policy.policy_runner_diagnostics import PolicyDiagnosticsMixin
+from humanoid_policy.policy_runner_gains import PolicyGainsMixin
+from humanoid_policy.policy_runner_in_loop import PolicyInLoopMixin
+from humanoid_policy.policy_runner_inputs import PolicyInputsMixin
+from humanoid_policy.runner import PolicyRunner, RunnerSettings, RunnerState
 
 
-class PolicyRunnerNode(QuietNode):
-    """ROS 2 adapter of :class:`PolicyRunner`."""
+class PolicyRunnerNode(
+    PolicyInputsMixin, PolicyGainsMixin, PolicyInLoopMixin, PolicyDiagnosticsMixin, QuietNode
+):
+    """ROS 2 adapter of :class:`PolicyRunner`; its gains hand-shake, input callbacks, in-loop methods and
+    diagnostics are in its base classes (:mod:`.policy_runner_gains`, :mod:`.policy_runner_inputs`,
+    :mod:`.policy_runner_in_loop`, :mod:`.policy_runner_diagnostics`)."""
 
     def __init__(
         self, in_loop_gains: Callable[[list[float], list[float]], str | None] | None = None, **kwargs: Any
@@ -301,134 +306,6 @@ class PolicyRunnerNode(QuietNode):
             self._last_cb_wall = None
             self.get_logger().info("idle: /joint_states and /imu/data no longer read until ~/start")
 
-    # ------------------------------------------------------------------ gains
-    def _gains_msg(self) -> Any:
-        req = SetParametersAtomically.Request()
-        req.parameters = [
-            Parameter(
-                "command_kp", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in self.core.kp]
-            ).to_parameter_msg(),
-            Parameter(
-                "command_kd", Parameter.Type.DOUBLE_ARRAY, [float(v) for v in self.core.kd]
-            ).to_parameter_msg(),
-        ]
-        return req
-
-    def _request_gains(self) -> None:
-        if self.runner.gains_ready:
-            self._gains_timer.cancel()
-            return
-        if self._gain_request is not None:
-            return
-        if self.in_loop_gains is not None:
-            self._set_gains_now()
-            return
-        if not self.param_client.service_is_ready():
-            return
-        self._gain_request = self.param_client.call_async(self._gains_msg())
-        self._gain_request.add_done_callback(self._on_gains_set)
-
-    def _set_gains_now(self, timeout: float = 5.0) -> str | None:
-        """Set the driver's gains and wait for its answer (wall time, ``timeout`` s); None, or why not."""
-        if self.in_loop_gains is not None:  # same process: the driver's parameters, set directly
-            why = self.in_loop_gains([float(v) for v in self.core.kp], [float(v) for v in self.core.kd])
-            if why is not None:
-                return f"the driver refused the policy's gains: {why}"
-            self.runner.gains_ready = True
-            self.get_logger().info(f"driver uses the policy's PD gains ({self.driver}/command_kp, kd)")
-            return None
-        assert self._caller is not None
-        result = self._caller.request_when_ready("gains", self._gains_msg(), timeout)
-        if isinstance(result, str):
-            return result
-        if not result.result.successful:
-            return f"the driver refused the policy's gains: {result.result.reason}"
-        self.runner.gains_ready = True
-        self.get_logger().info(f"driver uses the policy's PD gains ({self.driver}/command_kp, command_kd)")
-        return None
-
-    def _on_gains_set(self, future: Any) -> None:
-        self._gain_request = None
-        try:
-            result = future.result().result
-        except Exception as exc:
-            self.get_logger().error(f"setting the driver's gains failed: {exc}")
-            return
-        if result.successful:
-            self.runner.gains_ready = True
-            self.get_logger().info(
-                f"driver uses the policy's PD gains ({self.driver}/command_kp, command_kd)"
-            )
-        else:
-            self.get_logger().error(f"the driver refused the policy's gains: {result.reason}")
-
-    # ------------------------------------------------------------------ inputs
-    def _on_imu(self, msg: Imu) -> None:
-        o, w = msg.orientation, msg.angular_velocity
-        sample = ImuSample(
-            from_time_msg(msg.header.stamp), np.array([o.w, o.x, o.y, o.z]), np.array([w.x, w.y, w.z])
-        )
-        if not self.runner.set_imu(sample):
-            self.imu_refused += 1
-            self.last_refusal = "IMU sample with non-finite or non-unit values"
-            self.get_logger().warning(
-                "dropped an IMU sample with non-finite values", throttle_duration_sec=1.0
-            )
-        pending = self._pending_state
-        if pending is not None and from_time_msg(pending.header.stamp) <= sample.t + 1e-7:
-            self._pending_state = None
-            self._process(pending)
-
-    def _expire_pending(self) -> None:
-        """Lockstep: a joint state whose IMU sample never came runs with the latest one (counted)."""
-        pending = self._pending_state
-        if pending is not None and time.monotonic() - self._pending_since > self.sync_timeout:
-            self._pending_state = None
-            self.sync_timeouts += 1
-            self.get_logger().warning("lockstep: no IMU sample for a joint state; using the latest one")
-            self._process(pending)
-
-    def _on_cmd_vel(self, msg: Twist) -> None:
-        cmd = np.array([msg.linear.x, msg.linear.y, msg.angular.z])
-        if not np.all(np.isfinite(cmd)):
-            self.get_logger().warning("refused a non-finite /cmd_vel", throttle_duration_sec=1.0)
-            return
-        # taken at the last processed tick: in lockstep a /cmd_vel published while tick k was processed is
-        # here before tick k+1, so the command time does not depend on message timing
-        with self._lock:
-            self.runner.set_command(cmd, self._last_t)
-
-    def _on_driver_mode(self, msg: String) -> None:
-        if not self.in_loop:  # in the loop the driver hands its mode over with each tick
-            self.driver_mode = msg.data
-
-    def _reorder(self, msg: JointState) -> tuple[np.ndarray, np.ndarray] | None:
-        missing = self.joint_order.missing(msg.name)
-        if missing:
-            self.states_refused += 1
-            self.last_refusal = f"joint state without joints {missing}"
-            self.get_logger().error(f"dropped /joint_states: missing {missing}", throttle_duration_sec=1.0)
-            return None
-        n = len(msg.name)
-        if len(msg.position) != n or len(msg.velocity) != n:
-            self.states_refused += 1
-            self.last_refusal = "joint state with wrong lengths"
-            return None
-        return self.joint_order.take(msg.position), self.joint_order.take(msg.velocity)
-
-    def _on_joint_states(self, msg: JointState) -> None:
-        if self.lockstep:
-            if self._pending_state is not None:  # its IMU sample never came: run it with the latest
-                pending, self._pending_state = self._pending_state, None
-                self.sync_timeouts += 1
-                self._process(pending)
-            imu = self.runner.imu
-            if imu is None or imu.t < from_time_msg(msg.header.stamp) - 1e-7:
-                self._pending_state = msg
-                self._pending_since = time.monotonic()
-                return
-        self._process(msg)
-
     def _process(self, msg: JointState) -> None:
         """One tick: the joint state (and the IMU sample of its stamp, in lockstep) -> command, then the
         ack."""
@@ -450,35 +327,6 @@ class PolicyRunnerNode(QuietNode):
             cmd.header.stamp = msg.header.stamp
             self.pub_cmd.publish(cmd)
         self._after_step(msg.header.stamp, from_time_msg(msg.header.stamp), wall)
-
-    def in_loop_step(self, state: InLoopState) -> JointCommand | None:
-        """Driver's loop thread: one tick (IMU sample and joint state of the same stamp) -> the command."""
-        wall = time.perf_counter()
-        with self._lock:
-            self.driver_mode = state.driver_mode
-            sample = ImuSample(state.stamp, state.imu_quat, state.gyro)
-            if not self.runner.set_imu(sample):
-                self.imu_refused += 1
-                self.last_refusal = "IMU sample with non-finite or non-unit values"
-            q_target = self._advance(state.stamp, state.q, state.dq, wall)
-            command = None
-            if q_target is not None:
-                self._last_target = (state.stamp, q_target)
-                try:
-                    command = checked_command(len(self.names), state.stamp, q_target)
-                except CommandError as exc:
-                    self.runner.fault(str(exc), state.stamp)
-            self._after_step(None, state.stamp, wall)
-        return command
-
-    def in_loop_mirror(self) -> None:
-        """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
-        last = self._last_target
-        if last is None:
-            return
-        cmd = JointState(name=self.names, position=last[1].tolist(), velocity=self._zeros, effort=self._zeros)
-        cmd.header.stamp = to_time_msg(last[0])
-        self.pub_cmd.publish(cmd)
 
     def _advance(self, t: float, q: np.ndarray, dq: np.ndarray, wall: float) -> np.ndarray | None:
         """The runner's update at stamp ``t`` (s) with the state in robot order: the joint targets or None."""
@@ -521,18 +369,6 @@ class PolicyRunnerNode(QuietNode):
         elif t - self._last_diag >= 1.0:
             self._last_diag = t
             self._publish_diagnostics(stamp if stamp is not None else to_time_msg(t))
-
-    def in_loop_diagnostics(self) -> None:
-        """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
-        for _ in self.in_loop_diagnostics_stages():
-            pass
-
-    def in_loop_diagnostics_stages(self) -> Iterator[None]:
-        """:meth:`in_loop_diagnostics` in three stages, one per ``next`` (the driver runs each in a tick's
-        slack; in one piece they cost 0.9-1.5 ms): the values, the message, the publication."""
-        if self._diag_t is None:
-            return
-        yield from self._diagnostics_stages(to_time_msg(self._diag_t))
 
     # ------------------------------------------------------------------ services
     def _on_start(self, req: Any, resp: Any) -> Any:
@@ -592,47 +428,6 @@ class PolicyRunnerNode(QuietNode):
                 self.in_loop_logs.append(text)
             else:
                 self.get_logger().info(text)
-
-    def _publish_diagnostics(self, stamp: Any) -> None:
-        for _ in self._diagnostics_stages(stamp):
-            pass
-
-    def _diagnostics_stages(self, stamp: Any, publish: bool = True) -> Iterator[None]:
-        """This node's ``/diagnostics`` stamped ``stamp``, in three stages (each ``next`` runs one): the
-        values, the message, the publication (none when not ``publish``)."""
-        inf = np.array(self.inference_us) if self.inference_us else np.zeros(1)
-        p50, p99 = np.percentile(inf, (50.0, 99.0))
-        values = {
-            "state": self.runner.state.value,
-            "reason": self.runner.reason,
-            "policy": self.manifest.name,
-            "policy_steps": self.runner.steps,
-            "gains_set": self.runner.gains_ready,
-            "driver_mode": self.driver_mode or "unknown",
-            "imu_refused": self.imu_refused,
-            "states_refused": self.states_refused,
-            "last_refusal": self.last_refusal,
-            "command": " ".join(f"{v:.3f}" for v in self.runner.command),
-            "step_us_median": f"{p50:.1f}",
-            "step_us_p99": f"{p99:.1f}",
-            "max_state_gap_ms": f"{self.max_state_gap_ms:.1f}",
-            "max_callback_ms": f"{self.max_callback_ms:.1f}",
-            "lockstep_sync_timeouts": self.sync_timeouts,
-        }
-        fault = self.runner.state == RunnerState.FAULT
-        yield
-        status = DiagnosticStatus(name="policy_runner", hardware_id=self.manifest.name)
-        if fault:
-            status.level, status.message = DiagnosticStatus.ERROR, f"fault: {values['reason']}"
-        else:
-            status.level, status.message = DiagnosticStatus.OK, str(values["state"])
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray(status=[status])
-        if stamp is not None:
-            msg.header.stamp = stamp
-        yield
-        if publish:
-            self.pub_diag.publish(msg)
 
     @classmethod
     def in_loop_node(cls, driver: Any, kwargs: dict[str, Any]) -> PolicyRunnerNode:

@@ -45,32 +45,31 @@ import gc
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rcl_interfaces.srv import SetParametersAtomically
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from humanoid_control.driver.driver_core import JointCommand
-from humanoid_control.driver.in_loop import InLoopState, checked_command
-from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
-from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
+from humanoid_control.ros.node_utils import QuietNode, declare, run_node
 from humanoid_control.ros.service_caller import ServiceCaller
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.controller import StandingController
 from humanoid_control.wbc.markers import MarkerSet, marker_set
-from humanoid_control.wbc.runner import OdomSample, WbcRunner, WbcRunnerSettings, WbcState
+from humanoid_control.wbc.runner import WbcRunner, WbcRunnerSettings
+from humanoid_control.wbc.wbc_node_diagnostics import WbcDiagnosticsMixin
+from humanoid_control.wbc.wbc_node_gains import WbcGainsMixin
+from humanoid_control.wbc.wbc_node_in_loop import WbcInLoopMixin
+from humanoid_control.wbc.wbc_node_inputs import WbcInputsMixin
 
 try:  # optional: ros-visualization-msgs
     from visualization_msgs.msg import Marker, MarkerArray
@@ -78,8 +77,10 @@ except ImportError:  # pragma: no cover - depends on the installation
     Marker = MarkerArray = None
 
 
-class WbcNode(QuietNode):
-    """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`."""
+class WbcNode(WbcInputsMixin, WbcGainsMixin, WbcInLoopMixin, WbcDiagnosticsMixin, QuietNode):
+    """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`; its gains hand-shake, input
+    callbacks, in-loop methods and diagnostics are in its base classes (:mod:`.wbc_node_gains`,
+    :mod:`.wbc_node_inputs`, :mod:`.wbc_node_in_loop`, :mod:`.wbc_node_diagnostics`)."""
 
     def __init__(
         self,
@@ -258,15 +259,7 @@ class WbcNode(QuietNode):
         """The WBC in the driver's loop (registered controller ``wbc_stand``): the state estimator's node in
         the driver's process too (its ``in_loop_estimator``, called before the WBC each tick, as /odom
         before it)."""
-        from humanoid_control.estimation.state_estimator_node import StateEstimatorNode
-
-        driver.in_loop_estimator = driver.make_in_process_node(
-            StateEstimatorNode,
-            driver.in_loop_estimator_parameters,
-            "in_loop_estimator_parameters",
-            in_loop=True,
-        )
-        driver.extra_nodes.append(driver.in_loop_estimator)
+        driver.make_in_loop_estimator()
         return cls(in_loop=True, in_loop_lockstep=driver.clock_mode == "lockstep", **kwargs)
 
     def close(self) -> None:
@@ -275,134 +268,6 @@ class WbcNode(QuietNode):
         if self._caller is not None:
             with contextlib.suppress(Exception):
                 self._caller.close()
-
-    # ------------------------------------------------------------------ gains
-    def _request_gains(self) -> None:
-        if self.runner.gains_ready:
-            self._gains_timer.cancel()
-            return
-        if self._gain_request is not None or not self.param_client.service_is_ready():
-            return
-        self._gain_request = self.param_client.call_async(self._gains_msg())
-        self._gain_request.add_done_callback(self._on_gains_set)
-
-    def _gains_msg(self) -> Any:
-        """The driver's parameters for this node's commands: its gain profile (and, switched by the mode
-        manager, another controller's explicit gains cleared)."""
-        req = SetParametersAtomically.Request()
-        req.parameters = [
-            Parameter("gain_profile", Parameter.Type.STRING, self.gain_profile).to_parameter_msg()
-        ]
-        if not self.autostart:
-            req.parameters += [
-                Parameter(name, Parameter.Type.DOUBLE_ARRAY, []).to_parameter_msg()
-                for name in ("command_kp", "command_kd")
-            ]
-        return req
-
-    def _set_gains_now(self, timeout: float = 4.0) -> str | None:
-        """Set the driver's gain profile and wait for its answer (wall time, ``timeout`` s, under the mode
-        manager's 5 s for the start); None, or why not."""
-        assert self._caller is not None
-        result = self._caller.request_when_ready("gains", self._gains_msg(), timeout)
-        if isinstance(result, str):
-            return result
-        if not result.result.successful:
-            return f"the driver refused gain profile '{self.gain_profile}': {result.result.reason}"
-        self.runner.gains_ready = True
-        self.get_logger().info(f"driver applies gain profile '{self.gain_profile}' to our commands")
-        return None
-
-    def _on_gains_set(self, future: Any) -> None:
-        self._gain_request = None
-        try:
-            result = future.result().result
-        except Exception as exc:
-            self.get_logger().error(f"setting the driver's gain profile failed: {exc}")
-            return
-        if result.successful:
-            self.runner.gains_ready = True
-            self.get_logger().info(f"driver applies gain profile '{self.gain_profile}' to our commands")
-        else:
-            self.get_logger().error(f"the driver refused gain profile '{self.gain_profile}': {result.reason}")
-
-    # ------------------------------------------------------------------ inputs
-    def _on_driver_mode(self, msg: String) -> None:
-        with self._lock:
-            self._driver_mode(msg)
-
-    def _driver_mode(self, msg: String) -> None:
-        self.driver_mode = msg.data
-        if msg.data == "ramp" and self.runner.state == WbcState.FAULT:
-            # the driver was reset or the robot respawned: start over now. (The runner also clears the fault
-            # when a joint state arrives during the ramp, but a driver running free - nobody paces it after a
-            # fault - can finish its ramp before this node has seen one of those.)
-            self.runner.reset()
-            self.get_logger().info("driver ramping: fault cleared, waiting for fresh input")
-            self._publish_state()
-
-    def _on_odom(self, msg: Odometry) -> None:
-        p, o = msg.pose.pose.position, msg.pose.pose.orientation
-        v, w = msg.twist.twist.linear, msg.twist.twist.angular
-        sample = OdomSample(
-            from_time_msg(msg.header.stamp),
-            np.array([p.x, p.y, p.z]),
-            np.array([o.x, o.y, o.z, o.w]),
-            np.array([v.x, v.y, v.z]),
-            np.array([w.x, w.y, w.z]),
-        )
-        with self._odom_arrived:
-            accepted = self.runner.set_odom(sample)
-            self._odom_arrived.notify_all()
-        if not accepted:
-            self.get_logger().warning(
-                f"refused /odom: {self.runner.counters.last_refusal}", throttle_duration_sec=1.0
-            )
-            return
-        if self.in_loop:
-            return
-        if self._pending is not None and self._pending[0] <= sample.t + 1e-9:
-            pending, self._pending = self._pending, None
-            self._answer(*pending)
-
-    def _on_joint_states(self, msg: JointState) -> None:
-        if not self.active:  # idle: nothing to solve; the lockstep tick is acknowledged at once
-            self._pending = None
-            self.peer.ack(msg.header.stamp)
-            return
-        arrays = self.joint_order(msg.name, msg.position, msg.velocity)
-        if isinstance(arrays, str):
-            self.runner.counters.states_refused += 1
-            self.runner.counters.last_refusal = arrays
-            self.get_logger().error(f"refused /joint_states: {arrays}", throttle_duration_sec=1.0)
-            self.peer.ack(msg.header.stamp)
-            return
-        t = from_time_msg(msg.header.stamp)
-        if self._pending is not None:  # its /odom never came: answer with the latest one (or refuse)
-            pending, self._pending = self._pending, None
-            self.skipped += 1
-            self._answer(*pending)
-        odom = self.runner.odom
-        if odom is not None and odom.t >= t - 1e-9:
-            self._answer(t, arrays[0], arrays[1], msg.header.stamp)
-        elif self.lockstep or (
-            self.runner.gains_ready
-            and self.driver_mode not in (None, "damping")
-            and self.runner.state != WbcState.FAULT
-        ):
-            self._pending = (t, arrays[0], arrays[1], msg.header.stamp)
-            self._pending_since = time.monotonic()
-        else:
-            self._answer(t, arrays[0], arrays[1], msg.header.stamp)  # not commanding: state bookkeeping only
-
-    def _expire_pending(self) -> None:
-        """A joint state waiting for its /odom too long (the estimator dropped or skipped it, e.g. while it
-        restarts) is answered with the latest /odom - refused and counted when that is stale - instead of
-        stalling a lockstep driver until its timeout."""
-        if self._pending is not None and time.monotonic() - self._pending_since > self.pending_timeout:
-            pending, self._pending = self._pending, None
-            self.skipped += 1
-            self._answer(*pending)
 
     # ------------------------------------------------------------------ per tick
     def _answer(self, t: float, q: np.ndarray, dq: np.ndarray, stamp: Any) -> None:
@@ -455,78 +320,6 @@ class WbcNode(QuietNode):
             self.estop_client.call_async(Trigger.Request())
         else:
             self.get_logger().error(f"{self.driver}/estop unavailable; the driver's watchdog will damp")
-
-    # ------------------------------------------------------------------ in the driver's loop
-    def in_loop_step(self, state: InLoopState) -> JointCommand | None:
-        """Driver's loop thread: the QP's answer to this tick's joint state, with the latest ``/odom``."""
-        with self._odom_arrived:
-            self.driver_mode = state.driver_mode
-            if not self.active:
-                return None
-            prev, self._prev_t = self._prev_t, state.stamp
-            if self.estimate_in_loop:
-                self._estimate(state)
-            elif self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
-                end = time.monotonic() + self.pending_timeout
-                while self.runner.odom is None or self.runner.odom.t < prev - 1e-9:
-                    remaining = end - time.monotonic()
-                    if remaining <= 0:
-                        self.skipped += 1
-                        break
-                    self._odom_arrived.wait(remaining)
-            t0 = time.perf_counter()
-            cmd = self.runner.update(state.stamp, state.q, state.dq, state.driver_mode)
-            command = None
-            if cmd is not None:
-                command = checked_command(len(self.names), state.stamp, cmd.q, cmd.dq, cmd.tau_ff)
-                self._last_cmd = (state.stamp, command)
-                self._count_answer(t0)
-            self._forward_estop()
-            self._publish_state()
-            self._diag_t = state.stamp  # the diagnostics go out off the critical path (in_loop_diagnostics)
-        return command
-
-    def in_loop_diagnostics(self) -> None:
-        """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
-        for _ in self.in_loop_diagnostics_stages():
-            pass
-
-    def in_loop_diagnostics_stages(self) -> Iterator[None]:
-        """:meth:`in_loop_diagnostics` in three stages, one per ``next`` (the driver runs each in a tick's
-        slack): the values, the message, the publication."""
-        if self._diag_t is None:
-            return
-        stamp = to_time_msg(self._diag_t)
-        yield from self._diagnostics_stages(stamp)
-
-    def _estimate(self, state: InLoopState) -> None:
-        """The base state of this tick from the estimator in the loop (``estimate_in_loop``); none (it dropped
-        the tick's sample): no update, and the runner refuses the aging estimate as it would a stale /odom."""
-        e = state.estimate
-        if e is None:
-            return
-        w, x, y, z = _rot_to_quat_wxyz(e.rotation)
-        sample = OdomSample(
-            state.stamp,
-            np.asarray(e.position, dtype=float),
-            np.array([x, y, z, w]),
-            np.asarray(e.linear_velocity, dtype=float),
-            np.asarray(e.angular_velocity, dtype=float),
-        )
-        if not self.runner.set_odom(sample):
-            self.runner.counters.last_refusal = "in-loop estimate refused"
-
-    def in_loop_mirror(self) -> None:
-        """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
-        last = self._last_cmd
-        if last is None:
-            return
-        t, cmd = last
-        out = JointState(
-            name=self.names, position=cmd.q.tolist(), velocity=cmd.dq.tolist(), effort=cmd.tau_ff.tolist()
-        )
-        out.header.stamp = to_time_msg(t)
-        self.pub_cmd.publish(out)
 
     # ------------------------------------------------------------------ services
     def _on_start(self, req: Any, resp: Any) -> Any:
@@ -589,66 +382,6 @@ class WbcNode(QuietNode):
             self.pub_state.publish(String(data=state))
             self.get_logger().info(f"state -> {state} ({self.runner.reason})")
 
-    def diagnostic_values(self) -> dict[str, Any]:
-        """Key-values of ``/diagnostics``."""
-        res = self.controller.last_output
-        fc = self.controller.commands.counters
-        ic = self.runner.counters
-        # in the driver's loop this runs in the loop's slack: one pass per series (measured 0.6 ms before)
-        tick = _series(self._tick_us)
-        solve = _series(self._solve_us)
-        its = _series(self._iterations)
-        tick_p50, tick_p99 = np.percentile(tick, (50.0, 99.0))
-        return {
-            "state": self.runner.state.value,
-            "reason": self.runner.reason,
-            "driver_mode": self.driver_mode or "unknown",
-            "gains_set": self.runner.gains_ready,
-            "qp_status": res.status.value if res is not None else "none",
-            "tick_us_median": f"{tick_p50:.1f}",
-            "tick_us_p99": f"{tick_p99:.1f}",
-            "solve_us_median": f"{np.median(solve):.1f}",
-            "iterations_median": f"{np.median(its):.0f}",
-            "iterations_max": int(its.max()),
-            "qp_full_problem_ticks": self.full_problem_ticks,
-            "qp_relaxed_ticks": self.controller.qp.relaxed_ticks,
-            "qp_solved": fc.solved,
-            "qp_failed": fc.failed,
-            "qp_failed_longest_run": fc.longest,
-            "qp_damping_requests": fc.damping_requests,
-            "faults": ic.faults,
-            "states_refused": ic.states_refused,
-            "odom_refused": ic.odom_refused,
-            "odom_stale": ic.odom_stale,
-            "last_refusal": ic.last_refusal,
-            "answered": self.answered,
-            "answered_without_matching_odom": self.skipped,
-        }
-
-    def _diagnostic_level(self) -> tuple[bytes, str]:
-        """Level and message of this node's ``/diagnostics`` status."""
-        if self.runner.state == WbcState.FAULT:
-            return DiagnosticStatus.ERROR, f"fault: {self.runner.reason}"
-        if self.controller.commands.counters.failed:
-            return DiagnosticStatus.WARN, f"{self.runner.state.value}, QP failures"
-        return DiagnosticStatus.OK, self.runner.state.value
-
-    def _publish_diagnostics(self, stamp: Any) -> None:
-        for _ in self._diagnostics_stages(stamp):
-            pass
-
-    def _diagnostics_stages(self, stamp: Any) -> Iterator[None]:
-        values = self.diagnostic_values()
-        level = self._diagnostic_level()
-        yield
-        status = DiagnosticStatus(name=self.get_name(), hardware_id=self.config.name)
-        status.level, status.message = level
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = stamp
-        yield
-        self.pub_diag.publish(msg)
-
     def _publish_markers(self, stamp: Any) -> None:
         bal, out = self.controller.balance.state, self.controller.last_output
         if bal is None or out is None or self.pub_markers is None:
@@ -658,11 +391,6 @@ class WbcNode(QuietNode):
             bal, {s: dyn.contact_points_world(s) for s in dyn.sides}, out.forces, dyn.mass * dyn.gravity
         )
         self.pub_markers.publish(_marker_array(ms, stamp))
-
-
-def _series(values: Any) -> np.ndarray:
-    """A deque of numbers as an array (one zero when empty)."""
-    return np.fromiter(values, dtype=float, count=len(values)) if values else np.zeros(1)
 
 
 def _marker_array(ms: MarkerSet, stamp: Any) -> Any:
