@@ -15,6 +15,7 @@ Its ROS face is still a node of its own (:class:`~humanoid_policy.policy_runner_
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -60,23 +61,28 @@ class PolicyController(Controller):
         "gain_scale": ParameterSpec(1.0, "scale of the policy's PD gains (experiments)", 0.05, 10.0),
     }
 
-    def __init__(self, manifest: PolicyManifest | None = None) -> None:
+    def __init__(self, manifest: PolicyManifest | None = None, runner: PolicyRunner | None = None) -> None:
         """``manifest``: a policy already loaded (then the ``policy`` and ``policy_onnx`` parameters are
-        unused)."""
+        unused). ``runner``: a runner already built by the policy's node (its ROS face, which then owns its
+        settings, start and stop, gains hand-shake and velocity commands)."""
         super().__init__()
-        self.manifest = manifest
-        self.runner: PolicyRunner | None = None
-        self.core: PolicyCore | None = None
+        self.runner = runner
+        self.core: PolicyCore | None = runner.core if runner is not None else None
+        self.manifest = manifest if manifest is not None else (self.core.manifest if self.core else None)
         self.last_step: PolicyStep | None = None
+        self.last_inference_us = 0.0  # the runner's update of the last policy step (us)
+        self.imu_refused = 0
+        self._own_runner = runner is None
         self._cmd_stamp = -np.inf
 
     def configure(self, robot: RobotConfig, params: Mapping[str, Any]) -> None:
         super().configure(robot, params)
+        if not self._own_runner:
+            return
         p = self.params
         if p["command_timeout_action"] not in ("zero", "hold"):
-            raise ValueError(
-                f"parameter command_timeout_action: '{p['command_timeout_action']}' is not zero or hold"
-            )
+            action = p["command_timeout_action"]
+            raise ValueError(f"parameter command_timeout_action: '{action}' is not zero or hold")
         manifest = self.manifest
         if manifest is None:
             onnx = None if p["policy_onnx"] in ("", "auto") else p["policy_onnx"]
@@ -102,18 +108,22 @@ class PolicyController(Controller):
 
     def activate(self, state: ControllerState) -> None:
         assert self.runner is not None
-        if self.runner.state == RunnerState.HOLD or not self.params["autostart"]:
+        if self._own_runner and (self.runner.state == RunnerState.HOLD or not self.params["autostart"]):
             self.runner.start()
 
     def update(self, state: ControllerState, t: float) -> JointCommand | None:
         runner = self.runner
         assert runner is not None
-        runner.set_imu(ImuSample(t, state.imu_quat, state.gyro))
+        if not runner.set_imu(ImuSample(t, state.imu_quat, state.gyro)):
+            self.imu_refused += 1
         if state.cmd_vel is not None and state.cmd_vel_stamp != self._cmd_stamp:
             self._cmd_stamp = state.cmd_vel_stamp
             runner.set_command(state.cmd_vel, state.cmd_vel_stamp)
+        t0 = time.perf_counter()
         out = runner.update(t, state.q, state.dq, state.driver_mode)
         self.last_step = out.policy_step
+        if out.policy_step is not None:
+            self.last_inference_us = (time.perf_counter() - t0) * 1e6
         if out.q_target is None:
             return None
         zeros = np.zeros_like(out.q_target)

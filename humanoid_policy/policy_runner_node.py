@@ -46,11 +46,14 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from humanoid_control.controllers.host import ControllerHost
+from humanoid_control.controllers.hosted import HostedInLoopMixin
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 from humanoid_control.ros.service_caller import ServiceCaller
+from humanoid_policy.controller import PolicyController
 from humanoid_policy.manifest import load_policy
 from humanoid_policy.policy_core import PolicyCore
 from humanoid_policy.policy_runner_diagnostics import PolicyDiagnosticsMixin
@@ -61,7 +64,12 @@ from humanoid_policy.runner import PolicyRunner, RunnerSettings, RunnerState
 
 
 class PolicyRunnerNode(
-    PolicyInputsMixin, PolicyGainsMixin, PolicyInLoopMixin, PolicyDiagnosticsMixin, QuietNode
+    PolicyInputsMixin,
+    PolicyGainsMixin,
+    PolicyInLoopMixin,
+    HostedInLoopMixin,
+    PolicyDiagnosticsMixin,
+    QuietNode,
 ):
     """ROS 2 adapter of :class:`PolicyRunner`; its gains hand-shake, input callbacks, in-loop methods and
     diagnostics are in its base classes (:mod:`.policy_runner_gains`, :mod:`.policy_runner_inputs`,
@@ -176,6 +184,13 @@ class PolicyRunnerNode(
         self.manifest = load_policy(policy, self.robot, onnx)  # every contract check here, before moving
         self.core = PolicyCore(self.manifest, self.robot, threads=threads)
         self.runner = PolicyRunner(self.core, settings)
+        # the policy as a controller (its runner shared with this node): what the driver's loop calls, through
+        # the same host as every controller (HostedInLoopMixin.in_loop_step)
+        self.controller = PolicyController(runner=self.runner)
+        self.host = ControllerHost(self.controller, self.robot, {}, autostart=True)
+        self.host_lock = self._lock
+        self._imu_refused_seen = 0
+        self._step_wall = 0.0
         self.names = list(self.robot.joint_names)
         self.driver_mode: str | None = None
         self.imu_refused = 0

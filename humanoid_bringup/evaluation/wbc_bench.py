@@ -238,10 +238,11 @@ def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[
 WALK_SPEED = 0.3  # m/s, forward: the walking trajectory of humanoid-bench wbc
 
 
-def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]]]:
+def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...], bool]]:
     """The states the walking controller meets: ``seconds`` of closed-loop walking forward at
     :data:`WALK_SPEED` in MuJoCo (in process, ground-truth state, 500 Hz; ``run_walking``), recorded tick by
-    tick with the planned contacts of each tick. Raises if the walk fell."""
+    tick with the planned contacts of each tick and whether the deploy logic held the walk still before the
+    tick's step (while the driver ramps). Raises if the walk fell."""
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.walking.controller import WalkingController
     from humanoid_control.walking.sim_loop import run_walking
@@ -249,12 +250,18 @@ def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]
     class Recorder(WalkingController):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.states: list[tuple[Any, Any, tuple[bool, ...]]] = []
+            self.states: list[tuple[Any, Any, tuple[bool, ...], bool]] = []
+            self.hold_before_step = False
+
+        def hold_still(self) -> None:  # the deploy logic's call while the driver ramps (WbcRunner)
+            self.hold_before_step = True
+            super().hold_still()
 
         def step(self, q: Any, v: Any) -> Any:
             q, v = q.copy(), v.copy()
             out = super().step(q, v)
-            self.states.append((q, v, tuple(self.contacts.values())))
+            self.states.append((q, v, tuple(self.contacts.values()), self.hold_before_step))
+            self.hold_before_step = False
             return out
 
     config = load_robot_config("g1")
@@ -266,7 +273,7 @@ def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]
 
 
 def _time_walking(
-    states: list[tuple[Any, Any, tuple[bool, ...]]], standing: list[tuple[Any, Any]] | None = None
+    states: list[tuple[Any, Any, tuple[bool, ...], bool]], standing: list[tuple[Any, Any]] | None = None
 ) -> dict[str, Any]:
     """The walking controller replayed on the recorded states, in order, with the command of the recording:
     it makes the same decisions tick by tick (plans, contact switches, swing references), so each tick's
@@ -302,8 +309,10 @@ def _time_walking(
     stand = StandingController(load_robot_config("g1")) if standing else None
     stand_ticks: list[float] = []
     ticks, cpu, steps, single, solves, iters, ok, full = [], [], [], [], [], [], 0, 0
-    for k, (q, v, contacts) in enumerate(states):
+    for k, (q, v, contacts, held) in enumerate(states):
         ctl.set_command(WALK_SPEED, 0.0, 0.0)
+        if held:
+            ctl.hold_still()
         cpu_s[0] = 0.0
         t0 = time.perf_counter()
         ctl.step(q, v)

@@ -39,6 +39,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from humanoid_control.controllers.host import ControllerHost
+from humanoid_control.controllers.hosted import HostedInLoopMixin
 from humanoid_control.controllers.interface import ControllerState
 from humanoid_control.controllers.registry import create_controller
 from humanoid_control.driver.driver_core import CommandError, JointCommand
@@ -49,7 +50,7 @@ from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, r
 _PENDING_MAX = 50  # unpaired samples kept per stream (a quarter of a second at 200 Hz)
 
 
-class ControllerNode(QuietNode):
+class ControllerNode(HostedInLoopMixin, QuietNode):
     """Hosts one registered controller (see the module docstring).
 
     Args:
@@ -109,6 +110,7 @@ class ControllerNode(QuietNode):
         self.cmd_vel: np.ndarray | None = None
         self.cmd_vel_stamp = -math.inf
         self._last_stamp = -math.inf  # the stamp of the last state handed to the host (s)
+        self._published_active = False
         self._last_command: JointCommand | None = None
         self._last_diag_s = -1
         self.in_loop_logs: list[str] = []
@@ -257,30 +259,20 @@ class ControllerNode(QuietNode):
 
     # ------------------------------------------------------------------ the host
     def _step(self, state: ControllerState) -> JointCommand | None:
-        was_active = self.host.active
-        self._last_stamp = state.stamp
-        command = self.host.step(state)
-        self._last_command = command
-        if self.host.active != was_active:
-            self._publish_status()
-        return command
+        """Own node: the tick's state (paired from ``/joint_states`` and ``/imu/data``) through the same
+        in-loop path the driver's loop calls."""
+        return self.in_loop_step(state)
 
-    def in_loop_step(self, state: Any) -> JointCommand | None:
-        """Driver's loop thread: this tick's command from the driver's state (``InLoopState``)."""
-        view = ControllerState(
-            stamp=state.stamp,
-            q=state.q,
-            dq=state.dq,
-            imu_quat=state.imu_quat,
-            gyro=state.gyro,
-            driver_mode=state.driver_mode,
-            accel=state.accel,
-            tau=state.tau,
-            estimate=state.estimate,
-            cmd_vel=self.cmd_vel,
-            cmd_vel_stamp=self.cmd_vel_stamp,
-        )
-        return self._step(view)
+    def _before_host_step(self, state: ControllerState) -> bool:
+        """Driver's loop thread: the latest velocity command goes into the driver's state of this tick."""
+        state.cmd_vel, state.cmd_vel_stamp = self.cmd_vel, self.cmd_vel_stamp
+        self._last_stamp = state.stamp
+        return True
+
+    def _after_host_step(self, state: ControllerState, command: JointCommand | None) -> None:
+        self._last_command = command
+        if self.host.active != self._published_active:
+            self._publish_status()
 
     def in_loop_mirror(self) -> None:
         """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""
@@ -302,6 +294,7 @@ class ControllerNode(QuietNode):
         pub.publish(msg)
 
     def _publish_status(self) -> None:
+        self._published_active = self.host.active
         text = json.dumps(self.host.status())
         self.pub_state.publish(String(data=text))
 

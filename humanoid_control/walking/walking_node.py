@@ -35,6 +35,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from humanoid_control.ros.node_utils import declare, run_node
 from humanoid_control.walking.controller import WalkingController, WalkingSettings, WalkMode
 from humanoid_control.walking.footsteps import SIDES, FootstepPlan
+from humanoid_control.walking.mpc_walk import MpcWalkController
 from humanoid_control.wbc.balance import BalanceSettings
 from humanoid_control.wbc.command import CommandSettings
 from humanoid_control.wbc.runner import WbcState
@@ -65,6 +66,8 @@ STATUS_FIELDS = (
 
 class WalkingNode(WbcNode):
     """ROS 2 adapter of :class:`WalkingController` (module docstring)."""
+
+    hosted_class = MpcWalkController
 
     def __init__(self) -> None:
         self._walk_settings: WalkingSettings | None = None

@@ -56,6 +56,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from humanoid_control.controllers.host import ControllerHost
+from humanoid_control.controllers.hosted import HostedInLoopMixin
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
@@ -70,6 +72,7 @@ from humanoid_control.wbc.wbc_node_diagnostics import WbcDiagnosticsMixin
 from humanoid_control.wbc.wbc_node_gains import WbcGainsMixin
 from humanoid_control.wbc.wbc_node_in_loop import WbcInLoopMixin
 from humanoid_control.wbc.wbc_node_inputs import WbcInputsMixin
+from humanoid_control.wbc.wbc_stand import WbcStandController
 
 try:  # optional: ros-visualization-msgs
     from visualization_msgs.msg import Marker, MarkerArray
@@ -77,10 +80,15 @@ except ImportError:  # pragma: no cover - depends on the installation
     Marker = MarkerArray = None
 
 
-class WbcNode(WbcInputsMixin, WbcGainsMixin, WbcInLoopMixin, WbcDiagnosticsMixin, QuietNode):
+class WbcNode(
+    WbcInputsMixin, WbcGainsMixin, WbcInLoopMixin, HostedInLoopMixin, WbcDiagnosticsMixin, QuietNode
+):
     """ROS 2 adapter of :class:`WbcRunner` + :class:`StandingController`; its gains hand-shake, input
     callbacks, in-loop methods and diagnostics are in its base classes (:mod:`.wbc_node_gains`,
     :mod:`.wbc_node_inputs`, :mod:`.wbc_node_in_loop`, :mod:`.wbc_node_diagnostics`)."""
+
+    #: the controller this node is the ROS face of (sharing the node's runner)
+    hosted_class: type[WbcStandController] = WbcStandController
 
     def __init__(
         self,
@@ -142,6 +150,12 @@ class WbcNode(WbcInputsMixin, WbcGainsMixin, WbcInLoopMixin, WbcDiagnosticsMixin
         self.config = load_robot_config(robot)
         self.controller = self._make_controller(balance, command)
         self.runner = WbcRunner(self.controller, runner_settings)
+        # the WBC as a controller (its runner shared with this node): what the driver's loop calls, through
+        # the same host as every controller (HostedInLoopMixin.in_loop_step; the node's condition held)
+        self.hosted = self.hosted_class(runner=self.runner)
+        self.host = ControllerHost(self.hosted, self.config, {"gain_profile": self.gain_profile})
+        self.host_lock = self._odom_arrived
+        self._host_t0 = 0.0
         self.names = list(self.config.joint_names)
         self.joint_order = JointOrder(self.names)
         self.driver_mode: str | None = None

@@ -2,8 +2,10 @@
 module docstring: "In the driver's loop"; docs/realtime.md).
 
 :class:`WbcInLoopMixin` is a base class of :class:`~humanoid_control.wbc.wbc_node.WbcNode` holding what the
-driver's loop thread calls on the node it created in its process: ``in_loop_step`` (the tick's command, with
-the in-loop estimator's estimate of that tick or the latest ``/odom``), and, off the critical path,
+driver's loop thread calls on the node it created in its process: the node's side of ``in_loop_step`` (the
+tick's command, with the in-loop estimator's estimate of that tick or the latest ``/odom``; the call itself
+is :class:`~humanoid_control.controllers.hosted.HostedInLoopMixin`'s, the WBC's
+:class:`~humanoid_control.wbc.wbc_stand.WbcStandController` through its host), and, off the critical path,
 ``in_loop_diagnostics`` / ``in_loop_diagnostics_stages`` (``/diagnostics`` in stages) and ``in_loop_mirror``
 (the latest command on ``~/joint_commands``).
 """
@@ -14,14 +16,11 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sensor_msgs.msg import JointState
 
 from humanoid_control.driver.driver_core import JointCommand
-from humanoid_control.driver.in_loop import InLoopState, checked_command
-from humanoid_control.estimation.state_estimator_node import _rot_to_quat_wxyz
+from humanoid_control.driver.in_loop import InLoopState
 from humanoid_control.ros.node_utils import to_time_msg
-from humanoid_control.wbc.runner import OdomSample
 
 if TYPE_CHECKING:
     import threading
@@ -47,6 +46,7 @@ class WbcInLoopMixin:
     _prev_t: float | None
     _last_cmd: tuple[float, Any] | None
     _diag_t: float | None
+    _host_t0: float
 
     if TYPE_CHECKING:  # the node's methods used here
 
@@ -58,16 +58,18 @@ class WbcInLoopMixin:
 
         def _diagnostics_stages(self, stamp: Any) -> Iterator[None]: ...
 
-    def in_loop_step(self, state: InLoopState) -> JointCommand | None:
-        """Driver's loop thread: the QP's answer to this tick's joint state, with the latest ``/odom``."""
-        with self._odom_arrived:
-            self.driver_mode = state.driver_mode
-            if not self.active:
-                return None
-            prev, self._prev_t = self._prev_t, state.stamp
-            if self.estimate_in_loop:
-                self._estimate(state)
-            elif self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
+    def _before_host_step(self, state: InLoopState) -> bool:
+        """Driver's loop thread, before the QP (:class:`~humanoid_control.wbc.wbc_stand.WbcStandController`,
+        through the host; the node's condition held): the driver's mode; nothing while idle; the base estimate
+        of this tick from the estimator in the loop (``estimate_in_loop``), or in lockstep the wait for the
+        ``/odom`` of the previous tick."""
+        self.driver_mode = state.driver_mode
+        if not self.active:
+            return False
+        prev, self._prev_t = self._prev_t, state.stamp
+        if not self.estimate_in_loop:
+            state.estimate = None  # /odom from the estimator's own process instead
+            if self.in_loop_lockstep and prev is not None and state.driver_mode != "damping":
                 end = time.monotonic() + self.pending_timeout
                 while self.runner.odom is None or self.runner.odom.t < prev - 1e-9:
                     remaining = end - time.monotonic()
@@ -75,17 +77,18 @@ class WbcInLoopMixin:
                         self.skipped += 1
                         break
                     self._odom_arrived.wait(remaining)
-            t0 = time.perf_counter()
-            cmd = self.runner.update(state.stamp, state.q, state.dq, state.driver_mode)
-            command = None
-            if cmd is not None:
-                command = checked_command(len(self.names), state.stamp, cmd.q, cmd.dq, cmd.tau_ff)
-                self._last_cmd = (state.stamp, command)
-                self._count_answer(t0)
-            self._forward_estop()
-            self._publish_state()
-            self._diag_t = state.stamp  # the diagnostics go out off the critical path (in_loop_diagnostics)
-        return command
+        self._host_t0 = time.perf_counter()
+        return True
+
+    def _after_host_step(self, state: InLoopState, command: JointCommand | None) -> None:
+        """Driver's loop thread, after the QP: the command kept for the mirror and counted, e-stop requests,
+        the latched state; the diagnostics go out off the critical path (``in_loop_diagnostics``)."""
+        if command is not None:
+            self._last_cmd = (state.stamp, command)
+            self._count_answer(self._host_t0)
+        self._forward_estop()
+        self._publish_state()
+        self._diag_t = state.stamp
 
     def in_loop_diagnostics(self) -> None:
         """Driver's loop thread, off the critical path, about once a second: this node's ``/diagnostics``."""
@@ -99,23 +102,6 @@ class WbcInLoopMixin:
             return
         stamp = to_time_msg(self._diag_t)
         yield from self._diagnostics_stages(stamp)
-
-    def _estimate(self, state: InLoopState) -> None:
-        """The base state of this tick from the estimator in the loop (``estimate_in_loop``); none (it dropped
-        the tick's sample): no update, and the runner refuses the aging estimate as it would a stale /odom."""
-        e = state.estimate
-        if e is None:
-            return
-        w, x, y, z = _rot_to_quat_wxyz(e.rotation)
-        sample = OdomSample(
-            state.stamp,
-            np.asarray(e.position, dtype=float),
-            np.array([x, y, z, w]),
-            np.asarray(e.linear_velocity, dtype=float),
-            np.asarray(e.angular_velocity, dtype=float),
-        )
-        if not self.runner.set_odom(sample):
-            self.runner.counters.last_refusal = "in-loop estimate refused"
 
     def in_loop_mirror(self) -> None:
         """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""

@@ -1,15 +1,18 @@
 """The whole-body standing controller as a plugin (registered as ``wbc_stand``): :class:`StandingController`
 behind the controller interface (:mod:`humanoid_control.controllers.interface`).
 
-Per tick: the base estimate of the state (``state.estimate``: base position in the odom / world frame, its
-rotation base -> odom, linear and angular velocity in the base frame; from the state estimator or, in the
-in-process runner, the simulator's truth) and the joint state (rad, rad/s) make pinocchio's state; the QP
-answers with joint targets (rad, rad/s) and feed-forward torques (N m) that the driver applies with the
-``low`` gain profile (:meth:`WbcStandController.gains`). A QP that keeps failing or no estimate: no
-command (the driver's watchdog damps) and the controller reports a fault.
+The controller's deploy logic is :class:`~humanoid_control.wbc.runner.WbcRunner`'s (wait for the driver's
+gains, its mode and an estimate; pacing commands while the driver ramps; a fault latched after repeated QP
+failures or bad input), the same the WBC node runs. Per tick: the base estimate of the state
+(``state.estimate``: base position in the odom / world frame, its rotation base -> odom, linear and angular
+velocity in the base frame; from the state estimator or, in the in-process runner, the simulator's truth)
+and the joint state (rad, rad/s) make pinocchio's state; the QP answers with joint targets (rad, rad/s) and
+feed- forward torques (N m) that the driver applies with the ``low`` gain profile
+(:meth:`WbcStandController.gains`). A QP that keeps failing or no estimate: no command (the driver's
+watchdog damps) and the controller reports a fault.
 
 Its ROS face is still a node of its own (:class:`~humanoid_control.wbc.wbc_node.WbcNode`, ``node``); the
-in-process runner (:mod:`humanoid_control.controllers.inprocess`) runs this class.
+in- process runner (:mod:`humanoid_control.controllers.inprocess`) runs this class.
 """
 
 from __future__ import annotations
@@ -23,24 +26,22 @@ import pinocchio as pin
 from humanoid_control.controllers.interface import Controller, ControllerState, ParameterSpec
 from humanoid_control.driver.driver_core import JointCommand
 from humanoid_control.model.robot_config import RobotConfig
-from humanoid_control.wbc.command import CommandMode
 from humanoid_control.wbc.controller import StandingController
-from humanoid_control.wbc.dynamics import pinocchio_state
+from humanoid_control.wbc.runner import OdomSample, WbcRunner, WbcRunnerSettings, WbcState
 
 
-def estimate_to_pinocchio(pmodel: Any, state: ControllerState) -> tuple[np.ndarray, np.ndarray] | None:
-    """Pinocchio's ``(q, v)`` from the state's base estimate and joints; None without an estimate."""
+def odom_sample(state: ControllerState) -> OdomSample | None:
+    """The state's base estimate as an ``/odom`` sample (pose in the odom frame, quaternion x-y-z-w, twist in
+    the base frame), stamped with the state; None without an estimate."""
     e = state.estimate
     if e is None:
         return None
-    return pinocchio_state(
-        pmodel,
+    return OdomSample(
+        state.stamp,
         np.asarray(e.position, dtype=float),
-        pin.Quaternion(np.asarray(e.rotation, dtype=float)).coeffs(),
+        pin.Quaternion(np.asarray(e.rotation, dtype=float)).coeffs().copy(),
         np.asarray(e.linear_velocity, dtype=float),
         np.asarray(e.angular_velocity, dtype=float),
-        state.q,
-        state.dq,
     )
 
 
@@ -55,39 +56,54 @@ class WbcStandController(Controller):
         "gain_profile": ParameterSpec("low", "driver gain profile applied to this controller's commands"),
     }
 
-    def __init__(self, controller: StandingController | None = None) -> None:
-        """``controller``: a standing controller already built (tuning experiments); else one from the
-        robot configuration."""
+    def __init__(self, controller: Any = None, runner: WbcRunner | None = None) -> None:
+        """``controller``: the QP controller already built (tuning experiments, push trials); else one from
+        the robot configuration. ``runner``: a runner already built by the controller's node (its ROS face,
+        which then owns its settings, the gains hand-shake, start and stop)."""
         super().__init__()
-        self.ctl = controller
-        self.fault = ""
+        self.runner = runner
+        self.ctl = runner.controller if runner is not None else controller
+        self._own_runner = runner is None
         self.last_mode = ""
+
+    def _make_controller(self, robot: RobotConfig) -> Any:
+        return StandingController(robot)
 
     def configure(self, robot: RobotConfig, params: Mapping[str, Any]) -> None:
         super().configure(robot, params)
         robot.gain_profile(self.params["gain_profile"])  # an unknown profile is refused here
         if self.ctl is None:
-            self.ctl = StandingController(robot)
+            self.ctl = self._make_controller(robot)
+        if self.runner is None:
+            self.runner = WbcRunner(self.ctl, WbcRunnerSettings())
+            self.runner.gains_ready = True  # the host hands gains() to the driver before the first update
 
     def gains(self) -> str:
         return str(self.params["gain_profile"])
 
+    @property
+    def fault(self) -> str:
+        """Why the runner latched its fault (no more commands until the driver ramps again), or ''."""
+        r = self.runner
+        return r.reason if r is not None and r.state == WbcState.FAULT else ""
+
     def update(self, state: ControllerState, t: float) -> JointCommand | None:
-        assert self.ctl is not None
-        if self.fault:
+        runner = self.runner
+        assert runner is not None
+        sample = odom_sample(state)
+        if sample is not None and not runner.set_odom(sample):
+            runner.counters.last_refusal = "in-loop estimate refused"
+        cmd = runner.update(t, state.q, state.dq, state.driver_mode)
+        if cmd is None:
             return None
-        qv = estimate_to_pinocchio(self.ctl.pmodel, state)
-        if qv is None:
-            return None
-        cmd = self.ctl.step(*qv)
         self.last_mode = cmd.mode.value
-        if cmd.mode == CommandMode.DAMPING:
-            self.fault = "the QP kept failing: damping"
-            return None
         return JointCommand(q=cmd.q, dq=cmd.dq, tau_ff=cmd.tau_ff, stamp=t)
 
     def report(self) -> dict[str, str]:
-        return {"command_mode": self.last_mode, "fault": self.fault}
+        r = self.runner
+        state = r.state.value if r is not None else ""
+        return {"runner_state": state, "command_mode": self.last_mode, "fault": self.fault}
 
     def status(self) -> dict[str, Any]:
-        return {"command_mode": self.last_mode, "fault": self.fault}
+        r = self.runner
+        return {"state": r.state.value if r is not None else "", "fault": self.fault}
