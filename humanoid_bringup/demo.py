@@ -38,12 +38,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot: str) -> dict[str, Any]:
     """Bring the robot up, hold it standing for ``hold_s`` seconds after the boot ramp, and report."""
-    from humanoid_bringup.evaluation.graph_probe import (
-        GraphProbe,
-        LaunchedGraph,
-        close_graph,
-        isolated_ros_env,
-    )
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+    from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
@@ -134,7 +130,8 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
 
 def run_walk_demo(out: Path, policy: str, clock: str, robot: str) -> dict[str, Any]:
     """Walk the robot with a learned policy along a short command script (stand, forward, turn, stop)."""
-    from humanoid_bringup.evaluation.evaluate import SHORT_SCRIPT, run_locomotion
+    from humanoid_bringup.evaluation.locomotion_eval import run_locomotion
+    from humanoid_bringup.evaluation.locomotion_scripts import SHORT_SCRIPT
 
     result = run_locomotion(
         policy,

@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
 from humanoid_perception.autonomy.approach import standoff_pose, wrap
 
 SCENE = "autonomy"

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
 
 
 def _rtf(arguments: dict[str, str], peers: tuple[str, ...], seconds: float, log_dir: Path) -> dict[str, Any]:

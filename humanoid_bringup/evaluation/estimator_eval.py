@@ -143,12 +143,8 @@ def run_graph(
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
 
-    from humanoid_bringup.evaluation.graph_probe import (
-        GraphProbe,
-        LaunchedGraph,
-        close_graph,
-        isolated_ros_env,
-    )
+    from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+    from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
     from humanoid_bringup.evaluation.script_source import ScriptSource
     from humanoid_control.ros.lockstep import tick_stream_qos
 

@@ -27,14 +27,10 @@ from pathlib import Path
 
 from humanoid_bringup.evaluation.locomotion_eval import run_locomotion
 from humanoid_bringup.evaluation.locomotion_scripts import (
-    LOCOMOTION_SCRIPT,
     SHORT_SCRIPT,
     TERRAIN_SCRIPT,
     TOP_SPEED_SCRIPT,
 )
-
-# re-exported for the modules that import the locomotion evaluation's script and runner from here
-__all__ = ["LOCOMOTION_SCRIPT", "SHORT_SCRIPT", "main", "run_locomotion"]
 
 
 def main(argv: list[str] | None = None) -> int:

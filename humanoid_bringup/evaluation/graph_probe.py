@@ -22,11 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 from humanoid_control.ros.lockstep import ACK_TOPIC, JOIN, LEAVE, STATUS_TOPIC, ack_qos, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, to_time_msg
-
-__all__ = ["GraphProbe", "LaunchedGraph", "Recorded", "close_graph", "isolated_ros_env"]
 
 
 def close_graph(probe: GraphProbe, graph: LaunchedGraph) -> None:

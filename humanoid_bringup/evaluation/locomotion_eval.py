@@ -211,8 +211,14 @@ def run_locomotion(
             time.sleep(0.02)
         sim_wall = time.monotonic() - sim_wall0
         diag = probe.last_diagnostics()
-        with probe.lock:  # the loop's overruns second by second (realtime: where in the run they fell)
-            per_s = [int(d["overruns_last_s"]) for d in probe.data.diagnostics if "overruns_last_s" in d]
+        with probe.lock:  # the loop's overruns second by second (realtime: where in the run they fell), up to
+            # the script's end: the seconds the driver ran on until the graph stopped depend on the wall clock
+            end = (source.t0 if source.t0 is not None else 0.0) + total + 1e-6
+            per_s = [
+                int(d["overruns_last_s"])
+                for t, d in zip(probe.data.diagnostics_t, probe.data.diagnostics, strict=True)
+                if "overruns_last_s" in d and t <= end
+            ]
     finally:
         close_graph(probe, graph)
 

@@ -328,7 +328,7 @@ class _Observer:
                 self.run_since = time.monotonic()
 
     def _publish_cmd(self) -> None:
-        from humanoid_bringup.evaluation.evaluate import LOCOMOTION_SCRIPT
+        from humanoid_bringup.evaluation.locomotion_scripts import LOCOMOTION_SCRIPT
         from humanoid_policy.inprocess import command_at
 
         with self.lock:
@@ -361,7 +361,7 @@ def run_scenario(
     """One scenario: the ROS run (the driver's ``thread_priority``, ``process_priority`` and
     ``physics_thread`` as given), then its bare-loop baseline with the priorities the driver was granted and
     the same ``physics_thread``."""
-    from humanoid_bringup.evaluation.graph_probe import LaunchedGraph
+    from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 
     spec = SCENARIOS[name]
     args = {
@@ -417,7 +417,7 @@ def bench_driver_scenarios(
     publish_rate_hz: float = 0.0,
 ) -> dict[str, Any]:
     """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
-    from humanoid_bringup.evaluation.graph_probe import isolated_ros_env
+    from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
 
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:

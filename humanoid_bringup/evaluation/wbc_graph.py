@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_bringup.evaluation.graph_probe import GraphProbe, LaunchedGraph, close_graph, isolated_ros_env
+from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
+from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
 from humanoid_control.ros.lockstep import tick_stream_qos
 
 RESPAWN_SETTLE_S = 0.5  # driver ramp in place after a respawn; the estimator is reset in it (s)
