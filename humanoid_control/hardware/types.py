@@ -1,7 +1,7 @@
 """Data the hardware backends and the driver exchange: measured state, low-level command, simulator truth.
 
 Plain dataclasses (numpy only). The backends (:mod:`humanoid_control.hardware.base` and its subclasses)
-and the driver (:mod:`humanoid_control.driver`) both import them from here: the backends import nothing of
+and the driver (the `driver` package) both import them from here: the backends import nothing of
 the driver.
 """
 
