@@ -27,6 +27,7 @@ generic node adapter runs it as a ROS 2 node of its own, with the same object an
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -95,7 +96,7 @@ class ParameterSpec:
         return value
 
 
-class Controller:
+class Controller(ABC):
     """Base class of every controller. Subclasses set :attr:`name`, :attr:`parameters` (name ->
     :class:`ParameterSpec`) and override :meth:`update`; the other methods have sensible defaults.
 
@@ -136,15 +137,17 @@ class Controller:
         }
 
     def activate(self, state: ControllerState) -> None:
-        """Start commanding from the measured ``state`` (the first state it answers)."""
+        """Start commanding from the measured ``state`` (the first state it answers). Default: nothing."""
+        return
 
+    @abstractmethod
     def update(self, state: ControllerState, t: float) -> JointCommand | None:
         """This tick's command (configuration order), or None (no command this tick). ``t``: the tick's time
         (s), the same as ``state.stamp``."""
-        raise NotImplementedError
 
     def deactivate(self) -> None:
-        """Stop commanding (it may be activated again)."""
+        """Stop commanding (it may be activated again). Default: nothing."""
+        return
 
     def gains(self) -> str | tuple[np.ndarray, np.ndarray] | None:
         """The gains the driver is to apply to this controller's commands: a gain profile's name of the robot
