@@ -168,6 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     auto.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
     auto.add_argument("--size", default="424x240", help="rendered image size WIDTHxHEIGHT")
     auto.add_argument("--out", default="results/eval")
+    start = sub.add_parser(
+        "startup",
+        help="the full graph (perception, autonomy, mode manager, policy) started unpaused in lockstep, "
+        "with CPU burners: no peer dropped, identical records (docs/architecture.md, 'Lockstep')",
+    )
+    start.add_argument("--runs", type=int, default=5)
+    start.add_argument("--burners", type=int, default=2, help="processes keeping a CPU core busy each")
+    start.add_argument("--seconds", type=float, default=3.0, help="simulated time per run (s)")
+    start.add_argument("--out", default="results/eval")
     perc = sub.add_parser(
         "perception",
         help="marker pose over a grid of floor placements and the 2 cm height map over a seeded heightfield, "
@@ -207,6 +216,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(res), flush=True)
         return 0 if res["reached"] == len(res["runs"]) else 1
+
+    if args.evaluation == "startup":
+        from humanoid_bringup.evaluation.startup_eval import run_startup_eval
+
+        try:
+            res = run_startup_eval(
+                Path(args.out) / "startup",
+                runs=args.runs,
+                burners=args.burners,
+                seconds=args.seconds,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )
+        except ValueError as exc:
+            print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+            return 2
+        res.pop("record")
+        print(json.dumps(res), flush=True)
+        return 0 if res["no_peer_dropped"] == len(res["runs"]) and res["identical"] else 1
 
     if args.evaluation == "compare":
         from humanoid_bringup.evaluation.compare_eval import CompareError, run_compare

@@ -256,6 +256,7 @@ class GraphProbe:
         timeout: float = 120.0,
         running: Callable[[], bool] | None = None,
         hold_at: float | None = None,
+        unpause: bool = True,
     ) -> None:
         """Readiness, then go: every subscription of the probe matched to a publisher, the driver paused with
         the expected lockstep ``peers`` (node names; this probe too when it is a peer) joined, then
@@ -263,7 +264,11 @@ class GraphProbe:
 
         ``hold_at`` (lockstep peer only): hold the first tick stamped at or after it (s), as
         :meth:`run_until` does, set *before* the unpause: a :meth:`run_until` called after this returns could
-        find the ticks before it already acknowledged (the first held tick then depended on thread timing)."""
+        find the ticks before it already acknowledged (the first held tick then depended on thread timing).
+
+        ``unpause=False``: for a graph launched unpaused, with this probe among the driver's declared peers
+        (launch argument ``lockstep_observers``): the driver starts once every declared peer joined, so
+        ``hold_at`` is set before this probe joins, and nothing is unpaused."""
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import Header, String
 
@@ -307,6 +312,10 @@ class GraphProbe:
                 lambda: "the driver's /lockstep/ack reader",
                 lambda: self._ack_pub.get_subscription_count() > 0,
             )
+        if hold_at is not None:
+            assert self.lockstep_peer, "hold_at needs lockstep_peer=True"
+            with self._tick_cond:
+                self._grant_t = hold_at
         expected = set(peers) | ({self.name} if self.lockstep_peer else set())
         last_join = [-1.0]
 
@@ -326,10 +335,8 @@ class GraphProbe:
             self.set_driver_parameters(
                 [Parameter("lockstep_peer_timeout_s", Parameter.Type.DOUBLE, self.hold_timeout)]
             )
-        if hold_at is not None:
-            assert self.lockstep_peer, "hold_at needs lockstep_peer=True"
-            with self._tick_cond:
-                self._grant_t = hold_at
+        if not unpause:
+            return
         ok, msg = self.call_set_pause(False)
         if not ok:
             raise RuntimeError(f"unpause refused: {msg}")

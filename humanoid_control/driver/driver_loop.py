@@ -67,6 +67,41 @@ class DriverLoopMixin:
                 return
             time.sleep(0.01)
 
+    def _await_declared_peers(self) -> bool:
+        """Lockstep: hold simulated time at 0 until every declared peer (``lockstep_peers``) has joined. False
+        (the run stopped with an error naming them) when one has not within ``lockstep_startup_timeout_s``."""
+        start = time.monotonic()
+        last_note = start
+        while self._running and rclpy.ok(context=self.context):
+            with self.command_arrived:
+                missing = [n for n in self.declared_peers if n not in self.peers.acked]
+                if not missing:
+                    break
+                self.command_arrived.wait(0.05)
+            now = time.monotonic()
+            if now - start > self.peer_startup_timeout:
+                self._stop_run(
+                    f"lockstep: declared peers {missing} did not join within lockstep_startup_timeout_s = "
+                    f"{self.peer_startup_timeout:g} s"
+                )
+                return False
+            if now - last_note > 10.0:
+                last_note = now
+                self.get_logger().info(f"lockstep: simulated time held at 0 until {missing} join")
+        else:
+            return False
+        names = " ".join(self.declared_peers)
+        self.get_logger().info(f"lockstep: every declared peer joined ({names}): starting")
+        return True
+
+    def _stop_run(self, why: str) -> None:
+        """End the run with an error (exit code 1; a launch with ``on_exit: shutdown`` stops the graph)."""
+        self.exit_code = 1
+        self.get_logger().fatal(f"{why}: stopping (a run without them would not be a function of its inputs)")
+        self._publish_lockstep()
+        self._running = False
+        self.context.try_shutdown()
+
     def _apply_realtime(self) -> SlackCollector | None:
         """Loop thread, at its start: the real-time settings (warnings where the system refuses)."""
         self.rt_applied = apply_to_loop_thread(self.rt_settings)
@@ -87,6 +122,8 @@ class DriverLoopMixin:
         realtime = self.clock_mode == "realtime"
         if not realtime and self.wait_for_subscribers > 0:
             self._wait_for_subscribers()
+        if not realtime and self.declared_peers and not self._await_declared_peers():
+            return
         collector = self._apply_realtime()
         in_loop = self.in_loop
         tooling = in_loop is not None and realtime  # the tooling streams go out in the loop's slack
@@ -180,15 +217,23 @@ class DriverLoopMixin:
                 # lockstep: every peer acknowledges the tick (its outputs for it are published) before time
                 # moves
                 dropped: list[str] = []
+                never_came: list[str] = []
                 if not realtime and publish and self.peers.acked:
-                    deadline = time.perf_counter() + self.peer_timeout
+                    # a declared peer's first acknowledgement may take long (a first camera render, a first
+                    # inference on a loaded machine): it gets the start-up timeout, and missing it stops the
+                    # run instead of dropping the peer (a run without it is not a function of its inputs)
+                    first = self.peers.first_ack_pending(self.declared_peers)
+                    wait_s = self.peer_startup_timeout if first else self.peer_timeout
+                    deadline = time.perf_counter() + wait_s
                     while missing := self.peers.missing(state.stamp):
                         if not (self._running and rclpy.ok(context=self.context)):
                             break  # shutting down: nobody to wait for
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
-                            self.peers.drop(missing)
-                            dropped = missing
+                            never_came = self.peers.first_ack_pending([n for n in missing if n in first])
+                            if not never_came:
+                                self.peers.drop(missing)
+                                dropped = missing
                             break
                         self.command_arrived.wait(min(remaining, 0.05))
                 # counted only when the tick goes ahead without its command: a controller that is a peer
@@ -202,6 +247,13 @@ class DriverLoopMixin:
                 push, self._pending_push = self._pending_push, None
                 if push is not None:
                     self.backend.push(push)  # type: ignore[attr-defined]
+            if never_came:
+                self._stop_run(
+                    f"lockstep: declared peers {never_came} did not acknowledge their first tick (t = "
+                    f"{state.stamp:.3f} s) within lockstep_startup_timeout_s = "
+                    f"{self.peer_startup_timeout:g} s"
+                )
+                return
             if dropped:
                 self.get_logger().error(
                     f"lockstep: peers {dropped} did not acknowledge t = {state.stamp:.3f} s within "

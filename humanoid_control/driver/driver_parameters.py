@@ -71,6 +71,24 @@ class DriverParametersMixin:
             0.01,
             120.0,
         )
+        declared = declare(
+            self,
+            "lockstep_peers",
+            "",
+            "lockstep: names of the peer nodes the launch starts, separated by spaces or commas ('' or "
+            "'none': none declared); simulated time stays at 0 until each has joined",
+            read_only=True,
+        )
+        self.declared_peers = [n for n in declared.replace(",", " ").split() if n != "none"]
+        self.peer_startup_timeout = declare(
+            self,
+            "lockstep_startup_timeout_s",
+            120.0,
+            "lockstep: wall-clock wait for a declared peer to join and acknowledge its first tick (s); one "
+            "that does not stops the run with an error naming it",
+            1.0,
+            3600.0,
+        )
         self.paused = declare(
             self,
             "start_paused",

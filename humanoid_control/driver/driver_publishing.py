@@ -29,7 +29,8 @@ class DriverPublishingMixin:
     (``self`` is the driver node)."""
 
     def _publish_lockstep(self) -> None:
-        """Latched ``~/lockstep``: JSON with ``paused``, ``time`` (s), ``peers``, ``dropped``."""
+        """Latched ``~/lockstep``: JSON with ``paused``, ``time`` (s), ``peers``, ``dropped``, ``declared``
+        (``lockstep_peers``) and ``waiting_for`` (declared peers that have not joined)."""
         with self.lock:
             data = {
                 "paused": bool(self.paused),
@@ -37,6 +38,8 @@ class DriverPublishingMixin:
                 "time": round(self.backend_time(), 6),
                 "peers": self.peers.names,
                 "dropped": list(self.peers.dropped),
+                "declared": list(self.declared_peers),
+                "waiting_for": [n for n in self.declared_peers if n not in self.peers.acked],
             }
         self.pub_lockstep.publish(String(data=json.dumps(data)))
 

@@ -13,7 +13,11 @@ The contract (docs/architecture.md, "Lockstep contract"):
 - a peer joins with ``frame_id = "join <name>"`` once it is ready (a controller once the driver took its
   gains) and leaves with ``"leave <name>"``; the driver publishes its peer set on ``/robot_driver/lockstep``;
 - a peer that does not acknowledge within the driver's ``lockstep_peer_timeout_s`` is dropped (logged,
-  counted), so a dead process cannot hang the simulation.
+  counted), so a dead process cannot hang the simulation;
+- the peers a launch starts are declared to the driver (``lockstep_peers``): simulated time stays at 0 until
+  each has joined, and each gets ``lockstep_startup_timeout_s`` for its first acknowledgement (a first camera
+  render or inference on a loaded machine); a declared peer that does not come stops the run with an error
+  naming it, never a silent drop.
 
 :class:`PeerTable` is the driver's pure bookkeeping; :class:`LockstepPeer` is the small rclpy helper a node
 uses to join and acknowledge (it does nothing when the ``lockstep`` parameter is false, e.g. in realtime).
@@ -98,6 +102,10 @@ class PeerTable:
                 self.dropped.append(n)
                 self.timeouts += 1
 
+    def first_ack_pending(self, names: list[str]) -> list[str]:
+        """Those of ``names`` that have joined and not acknowledged any tick yet."""
+        return [n for n in names if self.acked.get(n, 0.0) == -math.inf]
+
     @property
     def names(self) -> list[str]:
         """Current peers, sorted."""
@@ -180,5 +188,7 @@ class LockstepPeer:
             self.joined = self.confirmed = False
             if self._timer is not None:
                 self._timer.cancel()
+            if not self.node.context.ok():
+                return  # shutting down without a context: nothing can be published any more
             with contextlib.suppress(Exception):
                 self._pub.publish(self._header_type(frame_id=LEAVE + self.name))

@@ -201,16 +201,30 @@ def spin_in_windows(executor: Any, gate: Any) -> None:
         handler.result()
 
 
-def run_node(factory: Callable[[], Any], args: list[str] | None = None, program: str = "node") -> int:
-    """Init rclpy, build the node, spin it until SIGINT/shutdown, clean up. Returns an exit code.
+def context_ok(node: Any) -> bool:
+    """The node's context is still valid (publishing, logging to ``/rosout`` and service calls work)."""
+    try:
+        return bool(node.context.ok())
+    except Exception:  # a node whose handle is gone
+        return False
 
-    A configuration or parameter error while building the node (``ValueError``, including ``ConfigError``) is
-    printed as ``<program>: error: ...`` and gives exit code 2.
+
+def run_node(factory: Callable[[], Any], args: list[str] | None = None, program: str = "node") -> int:
+    """Init rclpy, build the node, spin it until SIGINT / SIGTERM / shutdown, clean up. Returns an exit code.
+
+    SIGINT and SIGTERM stop the spin with the context still valid
+    (:class:`~humanoid_control.ros.shutdown.GracefulStop`): the node's ``close()`` can still publish and log,
+    then the nodes are destroyed and the context shut down; exit code 0. A second signal during the clean-up
+    is ignored. A configuration or parameter error while building the node (``ValueError``, including
+    ``ConfigError``) is printed as ``<program>: error: ...`` and gives exit code 2.
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
-    rclpy.init(args=sys.argv if args is None else args)
+    from humanoid_control.ros.shutdown import GracefulStop, StopRequested, init_without_signal_handlers
+
+    stop = GracefulStop()
+    init_without_signal_handlers(sys.argv if args is None else args)
     node = None
     code = 0
     try:
@@ -219,6 +233,7 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
         except ValueError as exc:
             print(f"{program}: error: {exc}", flush=True)
             raise SystemExit(2) from None
+        stop.attach(node)
         executor = make_executor()
         # nodes the node created in its process (a controller called from the driver's loop, with its node
         # as the ROS interface) go first: their callbacks are served before the node's own in a wait set
@@ -226,16 +241,18 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
             executor.add_node(extra)
         executor.add_node(node)
         gate = getattr(node, "spin_gate", None)  # a real-time loop's SlackGate: callbacks in its slack
-        if gate is None:
+        if stop.requested:
+            pass  # a signal came while the node was being built
+        elif gate is None:
             executor.spin()
         else:
             spin_in_windows(executor, gate)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (StopRequested, KeyboardInterrupt, ExternalShutdownException):
         pass
     except RuntimeError:
         if rclpy.ok():
             raise
-        # SIGINT shut the context down while a callback was taking a message: a normal shutdown
+        # the context was shut down (by the node itself) while a callback was taking a message
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
@@ -252,4 +269,5 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        stop.close()
     return code

@@ -16,6 +16,10 @@ class ServiceCaller:
     The clients live on a node of their own, spun by its own executor thread, so a callback of the calling
     node can wait for a response (with a timeout) without waiting on its own executor. (Awaiting a client's
     future in an ``async`` service callback never resumed under rclpy 9.1's SingleThreadedExecutor.)
+
+    That node is named ``name`` (by convention ``<owner>_calls``, from the owner's own, possibly remapped,
+    name) through a node-local remap: a process-wide ``-r __node:=X`` (what ``ros2 launch`` gives a node)
+    would otherwise rename it too, and the graph would hold two nodes called ``X``.
     """
 
     def __init__(self, context: Any, name: str, services: dict[str, str | tuple[Any, str]]) -> None:
@@ -31,11 +35,14 @@ class ServiceCaller:
             context=context,
             parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, False)],
             start_parameter_services=False,
+            # node-local arguments win over the process's global ones (rcl looks at the local remaps first)
+            cli_args=["--ros-args", "-r", f"__node:={name}"],
         )
         self.clients = {
             key: self.node.create_client(*(spec if isinstance(spec, tuple) else (Trigger, spec)))
             for key, spec in services.items()
         }
+        self._closed = False
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
@@ -88,6 +95,15 @@ class ServiceCaller:
             client.call_async(Trigger.Request())
 
     def close(self) -> None:
-        """Stop the thread's executor and destroy the node."""
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
+        """Stop the thread's executor, wait for the thread, destroy the node (idempotent). The thread must be
+        gone before the process exits: a thread left inside rclpy's C++ code at interpreter exit aborts the
+        process (``terminate called without an active exception``)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.executor.shutdown(timeout_sec=1.0)
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(timeout=2.0)
+        with contextlib.suppress(Exception):
+            self.node.destroy_node()

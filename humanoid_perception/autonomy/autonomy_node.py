@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.ros.node_utils import QuietNode, declare, run_node, to_time_msg
+from humanoid_control.ros.node_utils import QuietNode, context_ok, declare, run_node, to_time_msg
 from humanoid_perception.autonomy.approach import ApproachSettings, ApproachTask, Phase, Pose2D, Sighting
 from humanoid_perception.camera_mount import quat_xyzw_to_matrix
 from humanoid_perception.camera_node import ACK_MARGIN_S, frame_period_ms, next_due
@@ -106,7 +106,7 @@ class AutonomyNode(QuietNode):
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.caller = ServiceCaller(
             self.context,
-            "autonomy_node_caller",
+            f"{self.get_name()}_calls",
             {
                 "set_autonomy": (SetBool, f"{self.mode_manager}/set_autonomy"),
             },
@@ -231,8 +231,9 @@ class AutonomyNode(QuietNode):
         )
 
     def close(self) -> None:
-        """Zero velocity, leave the lockstep, stop the service caller."""
-        if self.task.active:
+        """Zero velocity, leave the lockstep, stop the service caller (nothing is published once the context
+        is gone)."""
+        if self.task.active and context_ok(self):
             self.pub_cmd.publish(self._twist())
         self.peer.leave()
         self.caller.close()
