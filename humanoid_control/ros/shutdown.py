@@ -14,7 +14,8 @@ Here the process handles both signals itself (rclpy is initialised without its h
   executor on the spinning thread, raises :class:`StopRequested`: the spin ends between two callbacks;
 - the context stays valid through the node's ``close()`` (a lockstep peer's leave, a zero velocity, the last
   log lines reach the graph), then the node is destroyed and the context shut down;
-- further signals are recorded and ignored: the clean-up is never interrupted.
+- further signals are recorded and ignored, and once the clean-up is over ignored outright: neither the
+  clean-up nor the interpreter's exit is interrupted.
 """
 
 from __future__ import annotations
@@ -88,8 +89,10 @@ class GracefulStop:
         raise StopRequested(f"signal {self.signal_number}")
 
     def close(self) -> None:
-        """Stop watching (main thread, at the very end). The handlers stay: a signal that arrives later is
-        recorded and ignored, so the process's last steps are never interrupted."""
+        """Stop watching (main thread, at the very end). From here on SIGINT and SIGTERM are ignored at the
+        OS level: the interpreter's finalisation resets a Python-level handler to the default action (a
+        second SIGINT arriving then, a few milliseconds after the first, killed a node that had shut down
+        cleanly), but it leaves an ignored signal ignored."""
         self._closed = True
         with contextlib.suppress(OSError):
             self._write.send(b"\0")
@@ -97,6 +100,8 @@ class GracefulStop:
             self._thread.join(timeout=1.0)
         with contextlib.suppress(ValueError, OSError):
             signal.set_wakeup_fd(self._old_fd)
+            for s in self.SIGNALS:
+                signal.signal(s, signal.SIG_IGN)
         self._read.close()
         self._write.close()
 
