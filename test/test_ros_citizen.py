@@ -177,7 +177,7 @@ def test_declared_peer_that_never_comes_stops_the_run_naming_it(tmp_path: Path) 
 def test_unpaused_start_under_load_keeps_every_peer_and_repeats(tmp_path: Path) -> None:
     from humanoid_bringup.evaluation.startup_eval import PEERS, run_startup_eval
 
-    res = run_startup_eval(tmp_path, runs=2, burners=2, seconds=2.0, policy_at=0.5, autonomy_at=1.0)
+    res = run_startup_eval(tmp_path, runs=2, burners=2, seconds=2.0, policy_at=0.7, autonomy_at=1.2)
     for run in res["runs"]:
         assert run["dropped"] == [] and not run["drop_logged"], run
         assert set(PEERS) <= set(run["declared"]), run

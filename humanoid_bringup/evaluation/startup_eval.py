@@ -39,6 +39,7 @@ GRAPH = {
     "controller": "policy",
     "clock": "lockstep",
     "scene": "autonomy",
+    "ramp_duration_s": "0.5",  # the boot ramp (run_policy is refused until it is over)
 }
 PEERS = (
     "policy_runner",
@@ -166,8 +167,8 @@ def run_startup_eval(
     runs: int = 5,
     burners: int = 2,
     seconds: float = 3.0,
-    policy_at: float = 0.5,
-    autonomy_at: float = 1.0,
+    policy_at: float = 0.7,
+    autonomy_at: float = 1.2,
     log: Any = print,
 ) -> dict[str, Any]:
     """``runs`` unpaused starts of the full graph with ``burners`` CPU burners; the summary (module doc)."""
