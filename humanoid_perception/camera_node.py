@@ -11,7 +11,7 @@ publishes and renders RGB and depth outside the driver's loop:
   (``32FC1``, metres along the optical axis, 0 where there is no measurement: outside the depth range) and
   the two ``camera_info`` topics beside them (sensor_msgs/CameraInfo, ``plumb_bob``), frame
   ``head_camera_optical_frame`` (REP-103: z forward, x right, y down), stamped with the simulated time of the
-  rendered state; ``/diagnostics`` (frames, dropped frames, render time).
+  rendered state (its message's stamp, copied); ``/diagnostics`` (frames, dropped frames, render time).
 - ``rate_hz`` frames per second of simulated time. Frames are due at the ticks on that grid (stamps that are
   whole multiples of the period, in ms).
 
@@ -172,7 +172,7 @@ class CameraNode(QuietNode):
         if not frame_due(t, self.period_ms):
             # a due tick went by unseen (joined late): render now, counted as dropped
             self.dropped += 1
-        self._render_and_publish(t)
+        self._render_and_publish(t, self._joints[1].header.stamp)
         self._next_t = next_due(t, self.period_ms)
         self.peer.ack(to_time_msg(self._next_t - ACK_MARGIN_S))
 
@@ -182,10 +182,12 @@ class CameraNode(QuietNode):
         t = self._truth[0]
         if t <= self._rendered_t:
             return  # no new state (simulation paused)
-        self._render_and_publish(t)
+        self._render_and_publish(t, self._truth[1].header.stamp)
 
     # ------------------------------------------------------------------ render
-    def _render_and_publish(self, t: float) -> None:
+    def _render_and_publish(self, t: float, stamp: Any) -> None:
+        """Render the state of ``t`` (s, simulated time) and publish it stamped ``stamp``: that state's own
+        ``builtin_interfaces/Time``, copied (integer seconds and nanoseconds, never rebuilt from ``t``)."""
         assert self._joints is not None and self._truth is not None
         w0 = time.perf_counter()
         try:
@@ -200,7 +202,6 @@ class CameraNode(QuietNode):
         if self.frames and not self.lockstep:
             missed = round((t - self._rendered_t) / self.period) - 1
             self.dropped += max(0, missed)
-        stamp = to_time_msg(t)
         # CameraInfo first: a reader that keeps the latest one has it when the image comes
         self.pub_rgb_info.publish(camera_info_message(self.intrinsics, stamp, self.frame_id))
         self.pub_rgb.publish(image_message(rgb, "rgb8", stamp, self.frame_id))

@@ -34,6 +34,8 @@ class WalkingRecorder:
         node.create_subscription(Float64MultiArray, "/walking/status", self._on_status, 1000)
 
     def _on_plan(self, msg: Any) -> None:
+        if not msg.poses:
+            return  # the empty plan of a standing robot (latched at start-up and after each walk): no plan
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         steps = []
         for ps in msg.poses:

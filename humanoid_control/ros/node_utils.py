@@ -77,12 +77,25 @@ class QuietNode(Node):
         return super().create_subscription(*args, **kwargs)
 
 
+def time_parts(seconds: float) -> tuple[int, int]:
+    """``(sec, nanosec)`` of ``seconds`` rounded to the nearest nanosecond, ``0 <= nanosec < 10**9``.
+
+    Simulated time accumulates its steps in floating point: 15000 steps of 2 ms make 29.99999999999425 s.
+    That is 30 s 0 ns (the fraction rounds up to a whole second, carried into ``sec``), not 29 s 999999999 ns.
+    """
+    sec = math.floor(seconds)
+    nanosec = round((seconds - sec) * 1e9)  # the fraction is exact: seconds - floor(seconds)
+    if nanosec >= 1_000_000_000:
+        sec, nanosec = sec + 1, nanosec - 1_000_000_000
+    return int(sec), int(nanosec)
+
+
 def to_time_msg(seconds: float) -> Any:
-    """``builtin_interfaces/Time`` from seconds."""
+    """``builtin_interfaces/Time`` from seconds, rounded to the nearest nanosecond (:func:`time_parts`)."""
     from builtin_interfaces.msg import Time
 
-    sec = math.floor(seconds)
-    return Time(sec=int(sec), nanosec=min(999_999_999, round((seconds - sec) * 1e9)))
+    sec, nanosec = time_parts(seconds)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 def from_time_msg(stamp: Any) -> float:

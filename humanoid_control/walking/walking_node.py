@@ -16,9 +16,12 @@ failure policy; plus:
   ``/joint_states``. In realtime a command applies on arrival.
 - publishes ``/walking/footsteps`` (visualization_msgs/MarkerArray, ``odom`` frame: the planned soles,
   left blue, right red, for rviz2) and ``/walking/plan`` (nav_msgs/Path, ``odom`` frame: the planned sole
-  poses in order) at each new plan; ``/walking/status`` (std_msgs/Float64MultiArray at ``status_rate_hz``,
+  poses in order), both latched (transient-local, depth 1: a late subscriber gets the current plan): the
+  plan at each new plan, an empty plan (no poses; a DELETEALL marker only) at start-up (stamp 0) and
+  whenever the robot stands; ``/walking/status`` (std_msgs/Float64MultiArray at ``status_rate_hz``,
   robot time; its layout labels name the fields: time, CoM and its plan, DCM and its plan, the ZMP
-  commanded and planned (m, odom frame), contacts (1/0), mode (0 stand, 1 walk)).
+  commanded and planned (m, odom frame), contacts (1/0), mode (0 stand, 1 walk)). No ``/wbc/markers``: the
+  standing balance markers of the WBC node do not apply to walking.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Path
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from humanoid_control.ros.node_utils import declare, run_node
@@ -68,6 +72,7 @@ class WalkingNode(WbcNode):
     """ROS 2 adapter of :class:`WalkingController` (module docstring)."""
 
     hosted_class = MpcWalkController
+    balance_markers = False  # /walking/footsteps and /walking/status instead (module docstring)
 
     def __init__(self) -> None:
         self._walk_settings: WalkingSettings | None = None
@@ -88,14 +93,21 @@ class WalkingNode(WbcNode):
         self.cmd_clipped = 0
         self.last_cmd_problem = ""
         self._plans_published = 0
+        self._plan_shown = False  # the plan last published has footsteps (else it is the empty one)
         # capture and crossing steps already logged
         self._recoveries_logged = self._crossings_logged = self._steps_logged = 0
         self._touchdowns_logged = 0
         self._last_status = -1e9
-        self.pub_plan = self.create_publisher(Path, "/walking/plan", 10)
-        self.pub_footsteps = (
-            self.create_publisher(MarkerArray, "/walking/footsteps", 10) if MarkerArray is not None else None
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
+        self.pub_plan = self.create_publisher(Path, "/walking/plan", latched)
+        self.pub_footsteps = (
+            self.create_publisher(MarkerArray, "/walking/footsteps", latched)
+            if MarkerArray is not None
+            else None
+        )
+        self._publish_plan(None, None)  # standing: nothing planned yet
         self.pub_status = self.create_publisher(Float64MultiArray, "/walking/status", 10)
         self._pending_cmd: tuple[float, float, float] | None = None  # lockstep: the latest, not yet applied
         self._cmd_slot = -(2**62)  # lockstep: the slot (CMD_GRID_MS periods) of the last tick
@@ -153,9 +165,13 @@ class WalkingNode(WbcNode):
                 self._pending_cmd = None
         super()._tick(t, q, dq, stamp)
         ctl: WalkingController = self.controller
+        standing = ctl.mode == WalkMode.STAND
         if len(ctl.plans) != self._plans_published:
             self._plans_published = len(ctl.plans)
-            self._publish_plan(ctl.plans[-1][1], stamp)
+            if not standing:  # (a plan whose preview failed leaves the robot standing)
+                self._publish_plan(ctl.plans[-1][1], stamp)
+        if standing and self._plan_shown:
+            self._publish_plan(None, stamp)  # the walk or the step is over: nothing planned
         if len(ctl.recoveries) + len(ctl.crossings) != self._steps_logged:
             self._log_recovery_steps(ctl)
         if len(ctl.touchdowns) != self._touchdowns_logged:
@@ -193,12 +209,17 @@ class WalkingNode(WbcNode):
             )
         self._touchdowns_logged = len(ctl.touchdowns)
 
-    def _publish_plan(self, plan: FootstepPlan, stamp: Any) -> None:
+    def _publish_plan(self, plan: FootstepPlan | None, stamp: Any | None) -> None:
+        """``/walking/plan`` and ``/walking/footsteps`` of ``plan`` (odom frame, m; z: the ground under the
+        schedule), or the empty plan for ``None`` (standing); ``stamp`` None: 0 (before the first tick)."""
+        steps = plan.steps if plan is not None else []
+        self._plan_shown = bool(steps)
         path = Path()
-        path.header.stamp = stamp
+        if stamp is not None:
+            path.header.stamp = stamp
         path.header.frame_id = "odom"
         z = self.controller.generator.schedule.ground_z if self.controller.generator.schedule else 0.0
-        for step in plan.steps:
+        for step in steps:
             ps = PoseStamped()
             ps.header = path.header
             ps.pose.position.x, ps.pose.position.y, ps.pose.position.z = step.pose.x, step.pose.y, z
@@ -216,7 +237,7 @@ class WalkingNode(WbcNode):
         clear.ns, clear.action = "footsteps", Marker.DELETEALL
         arr.markers.append(clear)
         soles = self.controller.planner.soles
-        for i, (step, ps) in enumerate(zip(plan.steps, path.poses, strict=True)):
+        for i, (step, ps) in enumerate(zip(steps, path.poses, strict=True)):
             poly = soles[step.side]
             mk = Marker()
             mk.header = path.header
@@ -281,9 +302,6 @@ class WalkingNode(WbcNode):
             problem = "refused" if self.cmd_refused else "clipped"
             return DiagnosticStatus.WARN, f"{message}; /cmd_vel {problem}: {self.last_cmd_problem}"
         return level, message
-
-    def _publish_markers(self, stamp: Any) -> None:
-        return  # the standing balance markers do not apply; /walking/footsteps and /walking/status do
 
 
 def main(args: list[str] | None = None) -> int:

@@ -89,6 +89,9 @@ class WbcNode(
 
     #: the controller this node is the ROS face of (sharing the node's runner)
     hosted_class: type[WbcStandController] = WbcStandController
+    #: publish the standing balance markers on ``/wbc/markers``; a subclass whose controller has no standing
+    #: balance state sets False, and the topic is not advertised at all
+    balance_markers: bool = True
 
     def __init__(
         self,
@@ -146,7 +149,9 @@ class WbcNode(
             1e-6,
             declare(self, "marker_rate_hz", 10.0, "MarkerArray rate (Hz, driver clock); 0 = off", 0.0, 500.0),
         )
-        self.markers_on = self.marker_period < 1e5 and MarkerArray is not None and not in_loop
+        self.markers_on = (
+            self.balance_markers and self.marker_period < 1e5 and MarkerArray is not None and not in_loop
+        )
         self.config = load_robot_config(robot)
         self.controller = self._make_controller(balance, command)
         self.runner = WbcRunner(self.controller, runner_settings)
