@@ -68,6 +68,7 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             "/sim/push",
             "~/lockstep",
             "~/switch",
+            "~/down",
             "/joy",
         ),
         subscribes=("/joint_commands", ACK_TOPIC),
@@ -75,6 +76,10 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     # the emulated G1 (hardware:=unitree_g1 emulator:=true); its robot side is DDS (rt/lowcmd, rt/lowstate)
     "g1_emulator": NodeTopics(publishes=("~/status",), subscribes=("~/remote",)),
     "robot_description": NodeTopics(publishes=("/robot_description",), subscribes=()),
+    # the links' transforms (robot_state_publisher's job, for installs without it; needs tf2_msgs)
+    "tf_publisher": NodeTopics(
+        publishes=("/tf", "/tf_static"), subscribes=("/robot_description", "/joint_states")
+    ),
     # the generic node adapter hosting a registered controller (joint_hold_controller: hosting joint_hold)
     "controller_node": _CONTROLLER_NODE,
     "joint_hold_controller": _CONTROLLER_NODE,
@@ -94,6 +99,7 @@ NODE_TOPICS: dict[str, NodeTopics] = {
             STATUS_TOPIC,
             "{driver}/mode",
             "{driver}/switch",
+            "{driver}/down",
             "{policy_runner}/state",
             "{wbc}/state",
             "{walking}/state",
@@ -158,14 +164,14 @@ NODE_TOPICS: dict[str, NodeTopics] = {
         subscribes=("{driver}/mode", "/odom", "/joint_states", STATUS_TOPIC),
         parameters={"driver": "/robot_driver"},
     ),
-    # the WBC node's topics plus its own (WalkingNode subclasses WbcNode)
+    # the WBC node's topics (but /wbc/markers: balance_markers = False) plus its own (WalkingNode subclasses
+    # WbcNode)
     "walking_controller": NodeTopics(
         publishes=(
             "/joint_commands",
             "~/joint_commands",
             "~/state",
             "/diagnostics",
-            "/wbc/markers",
             ACK_TOPIC,
             "/walking/plan",
             "/walking/footsteps",

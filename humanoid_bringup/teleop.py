@@ -6,7 +6,8 @@ manager's services for the mode keys. Shows the mode manager's latched ``/mode_m
 to the last request. Keys (:mod:`humanoid_control.modes.teleop_keys`):
 
     arrows or w/s (forward/back), a/d (turn left/right), z/c (sideways), space: stop
-    1 stand   2 walk   3 run_policy   0 damp   e E-STOP   r reset   o/p autonomy on/off   q quit
+    1 stand   2 walk   3 run_policy   0 damp   e E-STOP   r reset   R respawn (simulation)
+    o/p autonomy on/off   q quit
 
 In simulation the mode manager's timeouts run on simulated time; this program publishes on wall time.
 """
@@ -25,7 +26,7 @@ from humanoid_control.modes.teleop_keys import TeleopKeys
 
 HELP = [
     "arrows / w s: forward back   a d: turn   z c: sideways   space: stop",
-    "1 stand  2 walk  3 run_policy  0 damp  e E-STOP  r reset  o/p autonomy on/off  q quit",
+    "1 stand  2 walk  3 run_policy  0 damp  e E-STOP  r reset  R respawn (sim)  o/p autonomy on/off  q quit",
 ]
 
 

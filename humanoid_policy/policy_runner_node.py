@@ -13,7 +13,10 @@ Topics:
 
 Services (std_srvs/Trigger): ``~/start`` (fresh policy state: last action, history, gait phase and a recurrent
 network's state; with ``autostart: false`` the driver's gains are set again first), ``~/stop`` (the driver
-ramps back to ``hold``), ``~/reset`` (leave ``fault``).
+ramps back to ``hold``), ``~/reset`` (leave ``fault``; a fresh policy state and fresh statistics: the
+policy steps, inference times, largest gaps between and in the callbacks, refusal and lockstep counters of the
+diagnostics and of the next FAULT message start again from zero). The mode manager calls it in its
+``reset`` and ``respawn``.
 
 Gains: at start-up the node sets the driver's ``command_kp`` / ``command_kd`` parameters (robot joint order)
 to the manifest's PD gains through ``<driver>/set_parameters_atomically``, and sends nothing before the
@@ -428,9 +431,23 @@ class PolicyRunnerNode(
     def _reset(self, resp: Any) -> Any:
         self.runner.reset()
         self._estop_sent = False
+        self._reset_statistics()
         resp.success, resp.message = True, "waiting for state; reset the driver too if it is damping"
         self._publish_state()
         return resp
+
+    def _reset_statistics(self) -> None:
+        """Fresh statistics (``~/reset``): what ``/diagnostics`` and the FAULT message report describes the
+        run after the reset, not the earlier one."""
+        self.runner.steps = 0
+        self.inference_us.clear()
+        self.max_state_gap_ms = 0.0
+        self.max_callback_ms = 0.0
+        self._last_cb_wall = None
+        self.imu_refused = 0
+        self.states_refused = 0
+        self.last_refusal = ""
+        self.sync_timeouts = 0
 
     # ------------------------------------------------------------------ outputs
     def _publish_state(self) -> None:

@@ -140,6 +140,24 @@ def test_faults_nan_state_and_fall() -> None:
     assert core.mode == DriverMode.DAMPING and "fall" in core.mode_reason
 
 
+def test_down_is_reported_with_hysteresis_whatever_the_mode() -> None:
+    """``down`` (published on ``~/down``, read by the mode manager): set beyond fall_tilt (60 deg) also when
+    the driver already damps (an e-stop before the fall), cleared only below 50 deg; never with the fall
+    detection off."""
+    core = _core()
+    _to_hold(core)
+    assert not core.down
+    core.estop("e-stop service")
+    for deg, down in ((30, False), (61, True), (89, True), (55, True), (49, False), (58, False)):
+        core.update(np.zeros(N), np.zeros(N), base_tilt=math.radians(deg))
+        assert core.down == down and core.tilt == pytest.approx(math.radians(deg)), deg
+    core.update(np.zeros(N), np.zeros(N), base_tilt=math.nan)  # a fault of its own; down keeps its value
+    assert not core.down and core.mode == DriverMode.DAMPING
+    off = _core(fall_tilt=0.0)
+    off.update(np.zeros(N), np.zeros(N), base_tilt=math.radians(90))
+    assert not off.down and off.mode == DriverMode.RAMP
+
+
 def test_command_profile_selection() -> None:
     core = _core()
     core.set_command_profile("low")

@@ -128,6 +128,43 @@ def test_requests_are_refused_with_their_reason(harness: dict[str, Any]) -> None
     _wait(harness, "refusals counted", lambda: harness["states"][-1]["counts"]["refusals"] == 4)
 
 
+def test_a_fallen_robot_without_a_simulator_is_refused_with_the_reason(harness: dict[str, Any]) -> None:
+    """No driver ~/respawn here (as on hardware or an emulator): respawn is refused; the driver's ~/down
+    report makes reset and stand refused with "robot is down" (a fall counted) until it is up again."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    h = harness
+    latched = QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+    )
+    down = h["helper"].create_publisher(String, "/robot_driver/down", latched)
+    h["driver_mode"].publish(String(data="hold"))
+    _wait(h, "mode hold", lambda: bool(h["states"]) and h["states"][-1]["mode"] == "hold")
+    ok, msg = _call(h, "respawn")
+    assert not ok and msg == (
+        "respawn: no respawn on hardware (the driver offers no ~/respawn: a real robot or an emulator); put "
+        "the robot upright by hand, then reset"
+    )
+    h["driver_mode"].publish(String(data="damping"))  # the fall detection damped
+    down.publish(String(data=json.dumps({"down": True, "tilt_deg": 87.6, "fall_tilt_deg": 60.0, "t": 3.2})))
+    _wait(h, "down, damp", lambda: h["states"][-1]["robot_down"] and h["states"][-1]["mode"] == "damp")
+    assert h["states"][-1]["counts"]["falls"] == 1
+    why = (
+        "robot is down: base tilt 88 deg beyond the driver's fall_tilt_deg 60; put it upright by hand, then "
+        "reset"
+    )
+    for name in ("reset", "stand"):
+        ok, msg = _call(h, name)
+        assert not ok and msg == f"{name}: {why} (no respawn on hardware)", msg
+    down.publish(String(data="not json"))  # ignored, with a warning
+    down.publish(String(data=json.dumps({"down": False, "tilt_deg": 3.0, "fall_tilt_deg": 60.0, "t": 9.0})))
+    _wait(h, "up again", lambda: not h["states"][-1]["robot_down"])
+    ok, msg = _call(h, "reset")  # now the driver's reset is tried (there is no driver here)
+    assert not ok and "/robot_driver/reset is not available" in msg, msg
+    assert h["node"].record.counts["fall"] == 1
+
+
 def test_cmd_vel_is_always_published_zero_on_timeout_and_bad_inputs_counted(harness: dict[str, Any]) -> None:
     from geometry_msgs.msg import Twist
     from sensor_msgs.msg import Joy

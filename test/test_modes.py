@@ -355,6 +355,7 @@ def test_keys_steps_limits_stop_and_requests() -> None:
     assert r.request == ("estop", None) and keys.velocity == (0.0, 0.0, 0.0)
     assert keys.press("3").request == ("run_policy", None)
     assert keys.press("o").request == ("set_autonomy", True)
+    assert keys.press("R").request == ("respawn", None) and keys.press("r").request == ("reset", None)
     assert keys.press("q").quit
     assert not keys.press("#").known
 
@@ -384,3 +385,120 @@ def test_leaving_a_walking_policy_is_refused_until_it_stands_still() -> None:
     assert not d.allowed and d.reason == "stand: the robot is walking; command zero velocity first"
     assert m.decide(Request.STAND, POLICY, moving=False).allowed
     assert m.decide(Request.ESTOP, POLICY, moving=True).allowed
+
+
+# ---------------------------------------------------------------------- recovery from a fall
+SIM = Available(policy=True, respawn=True)  # the driver offers ~/respawn: a simulator
+DOWN = "base tilt 88 deg beyond the driver's fall_tilt_deg 60"
+
+
+def fallen(available: Available) -> ModeMachine:
+    """run_policy, e-stop, the robot falls: damp, the runner faulted (the driver went to damping), down."""
+    m = booted()
+    m.commit(m.decide(Request.RUN_POLICY, available), 2.5)
+    m.on_policy_state("run", 2.6)
+    m.commit(m.decide(Request.ESTOP, available), 4.0)
+    m.on_policy_state("fault", 4.0)
+    assert m.on_down(True, DOWN)  # a fall (recorded by the node)
+    assert not m.on_down(True, DOWN)  # the same report again is no new fall
+    assert m.mode == Mode.DAMP and m.faulted() == ["policy"]
+    return m
+
+
+def test_a_fallen_robot_in_simulation_is_respawned_then_stands_and_runs_the_policy() -> None:
+    m = fallen(SIM)
+    for req in (Request.RESET, Request.STAND, Request.RUN_POLICY, Request.AUTONOMY_ON):
+        d = m.decide(req, SIM)
+        assert not d.allowed and d.reason == f"{req.value}: robot is down: {DOWN}; call respawn (simulation)"
+    d = m.decide(Request.RESPAWN, SIM)
+    assert d.allowed and d.actions == ("driver_respawn", "policy_reset") and d.target == Mode.HOLD
+    assert d.reason.startswith("respawn: the robot is put back upright")
+    tr = m.commit(d, 5.0)
+    assert tr is not None and m.mode == Mode.HOLD and not m.down
+    assert m.policy_state == "wait_state" and m.faulted() == []  # reset: out of fault at once
+    # the driver ramps in place, then holds: stand (the driver's hold), then the policy again
+    assert m.on_driver_mode("ramp", 5.0) is None and m.on_driver_mode("hold", 5.5) is None
+    assert not m.on_down(False) and m.mode == Mode.HOLD
+    d = m.decide(Request.STAND, SIM)
+    assert d.allowed and d.target == Mode.STAND
+    m.commit(d, 6.0)
+    m.on_policy_state("hold", 6.0)
+    d = m.decide(Request.RUN_POLICY, SIM)
+    assert d.allowed and d.actions == ("policy_start",)
+    m.commit(d, 6.5)
+    assert [t.new.value for t in m.history] == ["hold", "run_policy", "damp", "hold", "stand", "run_policy"]
+
+
+def test_a_fallen_robot_on_hardware_stays_refused_until_it_is_up_again() -> None:
+    hardware = Available(policy=True)  # no ~/respawn: a real robot or an emulator
+    m = fallen(hardware)
+    d = m.decide(Request.RESPAWN, hardware)
+    assert not d.allowed and d.reason.startswith("respawn: no respawn on hardware")
+    upright = "put it upright by hand, then reset (no respawn on hardware)"
+    for req in (Request.RESET, Request.STAND):
+        d = m.decide(req, hardware)
+        assert not d.allowed and d.reason == f"{req.value}: robot is down: {DOWN}; {upright}"
+    assert m.mode == Mode.DAMP
+    # put upright by hand: the driver reports it up; reset leaves damping and clears the runner's fault
+    m.on_down(False)
+    d = m.decide(Request.RESET, hardware)
+    assert d.allowed and d.actions == ("driver_reset", "policy_reset") and d.target == Mode.HOLD
+    d = m.decide(Request.STAND, hardware)
+    assert not d.allowed and d.reason == "stand: the driver is in damping; call reset first"
+
+
+def test_reset_clears_a_controller_fault_left_after_the_driver_was_respawned_directly() -> None:
+    m = fallen(SIM)
+    # /robot_driver/respawn called directly (not through the mode manager): the mode follows the driver
+    tr = m.on_driver_mode("ramp", 5.0)
+    assert tr is not None and m.mode == Mode.HOLD
+    m.on_down(False)
+    m.on_driver_mode("hold", 5.5)
+    d = m.decide(Request.RUN_POLICY, SIM)
+    assert not d.allowed and d.reason == "run_policy: the policy runner is in fault; call reset first"
+    d = m.decide(Request.RESET, SIM)
+    assert d.allowed and d.actions == ("policy_reset",) and d.target is None
+    assert d.reason == "reset: clearing the fault of the policy runner"
+    assert m.commit(d, 6.0) is None and m.mode == Mode.HOLD and m.faulted() == []
+    assert m.decide(Request.RUN_POLICY, SIM).allowed
+    d = m.decide(Request.RESET, SIM)  # nothing faulted any more, not damping
+    assert not d.allowed and d.reason == "reset: the robot is not damping (mode hold); nothing to reset"
+
+
+def test_respawn_stops_the_controller_in_charge_first_and_resets_the_faulted_ones() -> None:
+    m = booted()
+    m.commit(m.decide(Request.RUN_POLICY, SIM), 2.5)
+    d = m.decide(Request.RESPAWN, SIM, moving=True)
+    assert d.actions == ("policy_stop", "driver_respawn", "policy_reset") and d.target == Mode.HOLD
+    everything = Available(policy=True, walking=True, wbc=True, respawn=True)
+    w = booted()
+    w.commit(w.decide(Request.WALK, everything), 2.5)
+    w.walk_state = "fault"
+    assert w.decide(Request.RESPAWN, everything).actions == (
+        "walk_stop",
+        "driver_respawn",
+        "policy_reset",
+        "walk_reset",
+    )
+    w.commit(w.decide(Request.RESPAWN, everything), 3.0)
+    assert not w.walk_active and w.walk_state == "wait" and w.mode == Mode.HOLD
+    # a WBC in fault while standing: stand is refused until reset, which clears it (-> hold)
+    s = booted()
+    s.commit(s.decide(Request.STAND, everything), 2.5)
+    s.wbc_state = "fault"
+    d = s.decide(Request.RESET, everything)
+    assert d.actions == ("wbc_reset",) and d.target == Mode.HOLD
+    s.commit(d, 3.0)
+    assert s.wbc_state == "wait" and s.mode == Mode.HOLD
+    # respawn while booting, too (the driver's respawn leaves any mode)
+    assert ModeMachine().decide(Request.RESPAWN, SIM).allowed
+
+
+def test_record_counts_falls_and_respawns() -> None:
+    rec = OperationRecord()
+    rec.account(0.0, "idle", "hold")
+    rec.event(1.0, "estop")
+    rec.event(1.5, "fall", reason=DOWN)
+    rec.event(2.0, "respawn", origin="service")
+    counts = rec.summary()["counts"]
+    assert (counts["estops"], counts["falls"], counts["respawns"]) == (1, 1, 1)

@@ -109,7 +109,24 @@ def topics_in_code(module: str) -> tuple[set[str], set[str]]:
         inherited = topics_in_code(base)
         found[0].update(inherited[0])
         found[1].update(inherited[1])
+    if _class_attribute(tree, "balance_markers") is False:  # WbcNode's markers turned off by a subclass
+        found[0].discard("/wbc/markers")
     return found
+
+
+def _class_attribute(tree: ast.Module, name: str) -> object:
+    """The constant value a class of the module assigns to ``name`` in its body (None if none does)."""
+    for cls in (c for c in tree.body if isinstance(c, ast.ClassDef)):
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0], stmt.value
+            elif isinstance(stmt, ast.AnnAssign):
+                target, value = stmt.target, stmt.value
+            else:
+                continue
+            if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Constant):
+                return value.value
+    return None
 
 
 def parameter_default(module: str, name: str) -> object:

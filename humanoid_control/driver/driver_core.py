@@ -15,6 +15,11 @@ Modes (``DriverMode``):
   A command older than ``watchdog_ticks`` ticks puts the driver in ``damping``.
 - ``damping``: kp = 0, tau_ff = 0, dq* = 0, kd of the profile in use kept: tau = -kd dq. Latched (e-stop,
   watchdog, fault) until :meth:`DriverCore.reset`, which starts a ramp back to the default pose.
+
+Besides the mode, :attr:`DriverCore.down` says whether the robot is down: set when the base tilt exceeds
+``fall_tilt`` (the same tick the fall detection damps), cleared once it is back below ``fall_tilt`` less
+:data:`UPRIGHT_MARGIN` (put upright by hand, or respawned in a simulator); the node publishes it on
+``~/down``.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ class JointCommand:
     dq: np.ndarray
     tau_ff: np.ndarray
     stamp: float = 0.0
+
+
+#: hysteresis of :attr:`DriverCore.down`: up again below ``fall_tilt`` less this (rad; at most half of it)
+UPRIGHT_MARGIN = math.radians(10.0)
 
 
 @dataclass
@@ -244,6 +253,9 @@ class DriverCore:
         #: set by the node from the backend (e.g. motors that do not follow): while set, commands in ``hold``
         #: are refused with this reason (no controller takes the robot)
         self.activation_block: str = ""
+        #: the robot is down (see the module docstring) and the base tilt (rad) of the last tick
+        self.down = False
+        self.tilt = 0.0
 
     # ----------------------------------------------------------------- inputs
     def set_command_profile(self, name: str) -> None:
@@ -355,6 +367,7 @@ class DriverCore:
             base_tilt: angle between the base z axis and the world z axis (rad), from the IMU orientation.
         """
         finite = bool(np.isfinite(q).all() and np.isfinite(dq).all())
+        self._update_down(base_tilt)
         if not (finite and math.isfinite(base_tilt)):
             self.fault("non-finite joint state or IMU")
         elif (
@@ -382,6 +395,20 @@ class DriverCore:
         cmd = self._switch(law or DriverMode.DAMPING, self._command(q, dq), q, dq)
         self.tick += 1
         return cmd
+
+    def _update_down(self, base_tilt: float) -> None:
+        """:attr:`down` from this tick's base tilt (rad), with hysteresis; never down while ``fall_tilt`` is 0
+        (fall detection off) or the tilt is not finite (a fault of its own)."""
+        fall = self.settings.fall_tilt
+        if not math.isfinite(base_tilt):
+            return
+        self.tilt = base_tilt
+        if fall <= 0:
+            self.down = False
+        elif base_tilt > fall:
+            self.down = True
+        elif base_tilt < fall - min(UPRIGHT_MARGIN, 0.5 * fall):
+            self.down = False
 
     # ----------------------------------------------------------------- switching
     @staticmethod

@@ -27,6 +27,8 @@ from humanoid_control.loop.realtime import SlackCollector, apply_to_loop_thread,
 
 #: specific force of a resting IMU (m/s^2): the in-loop estimator's input where a backend measures none
 _GRAVITY_SPECIFIC_FORCE = np.array([0.0, 0.0, 9.81])
+#: while the robot is down, ``~/down`` is published again when its base tilt changed by more than this (rad)
+DOWN_TILT_STEP = math.radians(5.0)
 
 
 class DriverLoopMixin:
@@ -243,6 +245,7 @@ class DriverLoopMixin:
                 command = self.core.update(state.q, state.dq, tilt_from_quat(state.imu_quat))
                 self._mark_applied()
                 mode, reason = self.core.mode, self.core.mode_reason
+                down, tilt = self.core.down, self.core.tilt
                 switches = self._finished_switches(state.stamp)
                 push, self._pending_push = self._pending_push, None
                 if push is not None:
@@ -289,6 +292,11 @@ class DriverLoopMixin:
             self.stats.record_sim_time(self.backend_time())
             if mode != self._last_mode:
                 self._publish_mode(mode, reason, defer_log=tooling)
+            # the robot went down or is up again, or while down its tilt changed by 5 deg (the operator sees
+            # how it lies, not the tilt it crossed the limit at): a small latched message
+            if down != self._last_down or (down and abs(tilt - self._down_tilt) > DOWN_TILT_STEP):
+                self._last_down, self._down_tilt = down, tilt
+                self._publish_down(down, tilt, state.stamp)
             now = time.perf_counter()
             if now - last_roll >= 1.0:
                 self.stats.roll()

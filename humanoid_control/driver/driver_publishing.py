@@ -1,7 +1,8 @@
 """The robot driver's publications besides the diagnostics: the tick's state (``/joint_states``,
 ``/imu/data``; simulators: ``/clock``, and while subscribed the ground truth and contact wrenches), the
 in-loop controller's mirrored command and the in-loop estimator's outputs, ``~/mode``, ``~/switch``,
-``/sim/push`` and the latched ``~/lockstep``. Messages are reused and a tick's stamp is built once.
+``~/down``, ``/sim/push`` and the latched ``~/lockstep``. Messages are reused and a tick's stamp is built
+once.
 
 :class:`DriverPublishingMixin` is a base of
 :class:`~humanoid_control.driver.robot_driver_node.RobotDriverNode`, which creates the publishers and the
@@ -153,6 +154,17 @@ class DriverPublishingMixin:
             self._logs_pending.append((self.get_logger(), f"mode -> {mode.value} ({reason})"))
         else:
             self.get_logger().info(f"mode -> {mode.value} ({reason})")
+
+    def _publish_down(self, down: bool, tilt: float, stamp: float) -> None:
+        """``~/down`` (latched JSON): whether the robot is down (``DriverCore.down``), the base tilt (deg) of
+        the tick that changed it, the limit ``fall_tilt_deg`` and that tick's stamp (s)."""
+        data = {
+            "down": down,
+            "tilt_deg": round(math.degrees(tilt), 1),
+            "fall_tilt_deg": round(math.degrees(self.settings.fall_tilt), 1),
+            "t": round(stamp, 6),
+        }
+        self.pub_down.publish(String(data=json.dumps(data)))
 
     def _publish_switch(self, rec: Any) -> None:
         """``~/switch``: one controller switch and its torque steps (fractions of the effort limits)."""

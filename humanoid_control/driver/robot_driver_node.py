@@ -11,6 +11,10 @@ Topics (see docs/architecture.md for the whole contract):
   ``hold`` -> ``active``, ``active`` -> ``ramp``, ``damping`` -> ``ramp``): its largest joint torque steps as
   fractions of the effort limits (see ``driver_core.SwitchRecord``); with ``switch_max_step`` > 0 the switch
   is blended so that no joint's torque changes by more than that per tick.
+- publishes ``~/down`` (std_msgs/String, latched, JSON ``down``, ``tilt_deg``, ``fall_tilt_deg``, ``t``) at
+  the first tick and whenever the robot goes down (base tilt beyond ``fall_tilt_deg``) or is up again
+  (``DriverCore.down``), and while down when its tilt changed by 5 deg; the mode manager refuses reset and
+  stand with "robot is down" while it is.
 - services ``~/estop``, ``~/reset`` and ``~/hold`` (std_srvs/Trigger; ``hold`` hands control back from a
   controller: ramp from the current pose to the default pose, then hold).
 - simulators only (evaluation tools, never on hardware): ``~/push`` (std_srvs/Trigger) applies the push set
@@ -20,7 +24,8 @@ Topics (see docs/architecture.md for the whole contract):
   its end. ``~/respawn`` (std_srvs/Trigger) puts the robot back upright at its start pose (``initial_pose``,
   the origin by default) in the default pose, at rest, simulated time running on; the driver then ramps
   (default pose to itself, stand gains, commands ignored) for ``respawn_settle_s`` and holds. Both are for
-  evaluations (repeatable trials in one graph).
+  evaluations (repeatable trials in one graph); the mode manager's ``~/respawn`` calls it (recovery after a
+  fall in simulation).
 
 - simulators: ``scene`` (a world file: markers, boxes, a heightfield; ``humanoid_control/hardware/scene.py``)
   and ``initial_pose`` ([x, y, yaw] in the world frame: where the robot starts and respawns).
@@ -126,6 +131,8 @@ class RobotDriverNode(
         self.peers = PeerTable()
         self._running = True
         self._last_mode = None
+        self._last_down: bool | None = None
+        self._down_tilt = 0.0  # base tilt (rad) of the last ~/down
         self.realtime_commands_late = 0
         # realtime with a controller in the loop: the tooling streams go out in the loop's slack
         self._tooling_pending: tuple[Any, int] | None = None  # (state, index of its next stream)
@@ -164,13 +171,14 @@ class RobotDriverNode(
         self.pub_joints = self.create_publisher(JointState, "/joint_states", stream)
         self.pub_imu = self.create_publisher(Imu, "/imu/data", stream)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        # depth 10: fast transitions (ramp -> damping) all reach subscribers; the last message is the
-        # current mode
+        # latched state, depth 1: a late subscriber gets the current mode only. A subscriber matched before
+        # gets every change (at most one per tick); the history with reasons is in the log and in
+        # /diagnostics (mode, mode_reason; also sent on mode changes)
         self.pub_mode = self.create_publisher(
             String,
             "~/mode",
             QoSProfile(
-                depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
         if self.backend.simulated:
@@ -214,6 +222,14 @@ class RobotDriverNode(
             "~/switch",
             QoSProfile(
                 depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            ),
+        )
+        # whether the robot is down (base tilt beyond fall_tilt_deg; JSON), latched, on every change
+        self.pub_down = self.create_publisher(
+            String,
+            "~/down",
+            QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
             ),
         )
         if self.clock_mode == "lockstep":

@@ -1,7 +1,8 @@
 """Input callbacks of the mode manager (:mod:`humanoid_control.modes.mode_manager_node`).
 
 :class:`ModeManagerInputs` is a base class of the node (``ModeManagerNode``) holding its subscription
-callbacks: the driver's mode and switch reports, the controllers' states, the walking status, and the
+callbacks: the driver's mode, switch and fall (``~/down``) reports, the controllers' states, the walking
+status, and the
 velocity inputs (``/teleop/cmd_vel``, ``/autonomy/cmd_vel``, ``/joy``), applied at once or, in lockstep,
 buffered until the next computing tick.
 """
@@ -35,8 +36,6 @@ class ModeManagerInputs:
     lockstep: bool
     max_torque_step: float
     switch_violations: int
-    wbc_state: str | None
-    walk_state: str | None
     walk_stepping: bool
     _joy_buttons: list[int] | None
     _pending: list[tuple[str, Any]]
@@ -70,14 +69,37 @@ class ModeManagerInputs:
         self._transition(self.machine.on_policy_state(msg.data, t))
         self._publish_state()
 
+    def _on_driver_down(self, msg: String) -> None:
+        """``{driver}/down`` (JSON: ``down``, ``tilt_deg``, ``fall_tilt_deg``, ``t``): the robot went down
+        (base tilt beyond the driver's ``fall_tilt_deg``; recorded as a fall) or is up again."""
+        try:
+            data = json.loads(msg.data)
+            down = bool(data["down"])
+            tilt, limit = float(data.get("tilt_deg", math.nan)), float(data.get("fall_tilt_deg", math.nan))
+            stamp = float(data.get("t", math.nan))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.get_logger().warning(f"ignored a malformed driver down report: {msg.data!r}")
+            return
+        reason = f"base tilt {tilt:.0f} deg beyond the driver's fall_tilt_deg {limit:.0f}"
+        was = self.machine.down
+        # the fall is recorded at the driver's tick that saw it (the same in every lockstep run), not at the
+        # tick this message happened to be read
+        t = stamp if math.isfinite(stamp) else self.now()
+        if self.machine.on_down(down, reason):
+            self._event(t, "fall", reason=reason)
+            self.get_logger().warning(f"the robot is down: {reason}")
+        elif was and not down:
+            self.get_logger().info(f"the robot is up again (base tilt {tilt:.0f} deg)")
+        self._publish_state()
+
     def _on_wbc_state(self, msg: String) -> None:
-        self.wbc_state = msg.data
+        self.machine.wbc_state = msg.data
         if msg.data == "fault":
             self._event(self.now(), "fault", source="wbc_controller", state=msg.data)
         self._publish_state()
 
     def _on_walk_state(self, msg: String) -> None:
-        self.walk_state = msg.data
+        self.machine.walk_state = msg.data
         if msg.data != "run":
             self.walk_stepping = False  # not stepping while idle, waiting or faulted (status stops)
         if msg.data == "fault":

@@ -3,22 +3,24 @@ command.
 
 Services (std_srvs; a refused request answers ``success: false`` with the reason):
 
-- ``~/stand``, ``~/walk``, ``~/run_policy``, ``~/damp``, ``~/estop``, ``~/reset`` (Trigger),
-  ``~/set_autonomy`` (SetBool), ``~/report`` (Trigger: the operation record as JSON in ``message``, also
-  written to ``record_path`` when set). Rules: :mod:`humanoid_control.modes.mode_machine`.
+- ``~/stand``, ``~/walk``, ``~/run_policy``, ``~/damp``, ``~/estop``, ``~/reset``, ``~/respawn``
+  (Trigger; respawn only in simulation, where the driver offers ``~/respawn``), ``~/set_autonomy``
+  (SetBool), ``~/report`` (Trigger: the operation record as JSON in ``message``, also written to
+  ``record_path`` when set). Rules: :mod:`humanoid_control.modes.mode_machine`.
 
 Topics:
 
 - subscribes ``/teleop/cmd_vel`` and ``/autonomy/cmd_vel`` (geometry_msgs/Twist: linear.x, linear.y in m/s,
   angular.z in rad/s, heading frame), ``/joy`` (sensor_msgs/Joy, mapping in
-  :mod:`humanoid_control.modes.joy_mapping`), ``{driver}/mode`` and ``{driver}/switch`` (latched),
+  :mod:`humanoid_control.modes.joy_mapping`), ``{driver}/mode``, ``{driver}/switch`` and ``{driver}/down``
+  (latched; the last says whether the robot is down),
   ``{policy_runner}/state``, ``{wbc}/state`` and ``{walking}/state`` (latched), ``/walking/status``
   (std_msgs/Float64MultiArray of the walking controller while it runs: whether a step is in progress);
 - publishes ``/cmd_vel`` (geometry_msgs/Twist) at ``rate_hz`` of the node clock (simulated time in
   simulation), always: zero when no source is fresh (:mod:`humanoid_control.modes.command_mux`), and
-  ``~/state`` (std_msgs/String, latched, JSON: ``mode``, ``reason``, ``source``, ``autonomy``,
-  ``driver_mode``, ``policy_state``, ``wbc_state``, ``walk_state``, ``t``, ``counts``, ``last_event``) on
-  every change and once a second.
+  ``~/state`` (std_msgs/String, latched with depth 1: a late subscriber gets the current state; JSON:
+  ``mode``, ``reason``, ``source``, ``autonomy``, ``driver_mode``, ``policy_state``, ``wbc_state``,
+  ``walk_state``, ``robot_down``, ``t``, ``counts``, ``last_event``) on every change and once a second.
 
 Controllers: the WBC (``stand``, where ``{wbc}/start`` is reachable, else the driver's hold), the walking
 controller (``walk``, where ``{walking}/start`` is reachable; it follows ``/cmd_vel``) and the policy runner
@@ -71,8 +73,13 @@ from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node
 from humanoid_control.ros.service_caller import ServiceCaller
 
+#: subscriptions to latched topics, deep: ``{driver}/switch`` is an event stream (every switch counts)
 LATCHED = QoSProfile(
     depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+#: ``~/state``: latched state, depth 1 (a late subscriber gets the current state only, not the past)
+STATE = QoSProfile(
+    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 
 
@@ -173,21 +180,20 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         self.pub_cmd = self.create_publisher(Twist, "/cmd_vel", 10)
-        self.pub_state = self.create_publisher(String, "~/state", LATCHED)
+        self.pub_state = self.create_publisher(String, "~/state", STATE)
         self.create_subscription(String, f"{self.driver}/mode", self._on_driver_mode, LATCHED)
         self.create_subscription(String, f"{self.driver}/switch", self._on_switch, LATCHED)
+        self.create_subscription(String, f"{self.driver}/down", self._on_driver_down, LATCHED)
         self.create_subscription(String, f"{self.policy_runner}/state", self._on_policy_state, LATCHED)
         self.create_subscription(String, f"{self.wbc}/state", self._on_wbc_state, LATCHED)
-        self.wbc_state: str | None = None
         self.create_subscription(String, f"{self.walking}/state", self._on_walk_state, LATCHED)
-        self.walk_state: str | None = None
         # the walking controller's status (only published while it runs): is a step in progress?
         self.create_subscription(Float64MultiArray, "/walking/status", self._on_walking_status, 10)
         self.walk_stepping = False
         self.create_subscription(Twist, "/teleop/cmd_vel", self._on_teleop, 10)
         self.create_subscription(Twist, "/autonomy/cmd_vel", self._on_autonomy, 10)
         self.create_subscription(Joy, "/joy", self._on_joy, 10)
-        for name in ("stand", "walk", "run_policy", "damp", "estop", "reset"):
+        for name in ("stand", "walk", "run_policy", "damp", "estop", "reset", "respawn"):
             self.create_service(Trigger, f"~/{name}", self._trigger_handler(Request(name)))
         self.create_service(SetBool, "~/set_autonomy", self._on_set_autonomy)
         self.create_service(Trigger, "~/report", self._on_report)
@@ -197,13 +203,16 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
             {
                 "driver_estop": f"{self.driver}/estop",
                 "driver_reset": f"{self.driver}/reset",
+                "driver_respawn": f"{self.driver}/respawn",
                 "policy_start": f"{self.policy_runner}/start",
                 "policy_stop": f"{self.policy_runner}/stop",
                 "policy_reset": f"{self.policy_runner}/reset",
                 "wbc_start": f"{self.wbc}/start",
                 "wbc_stop": f"{self.wbc}/stop",
+                "wbc_reset": f"{self.wbc}/reset",
                 "walk_start": f"{self.walking}/start",
                 "walk_stop": f"{self.walking}/stop",
+                "walk_reset": f"{self.walking}/reset",
             },
         )
         self.param_client = self.create_client(SetParameters, f"{self.driver}/set_parameters")
@@ -327,6 +336,7 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
             policy=self.caller.ready("policy_start"),
             walking=self.caller.ready("walk_start"),
             wbc=self.caller.ready("wbc_start"),
+            respawn=self.caller.ready("driver_respawn"),
         )
 
     def _event(self, t: float, kind: str, **detail: Any) -> None:
@@ -354,12 +364,12 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
                 self.machine.walk_active = False
                 self.caller.call_async("walk_stop")
 
-    def _stop_motion(self, t: float) -> None:
+    def _stop_motion(self, t: float, why: str = "damping") -> None:
         was = self.mux.autonomy
         self.mux.stop()
         self.pub_cmd.publish(Twist())
         if was:
-            self._event(t, "autonomy", on=False, reason="damping")
+            self._event(t, "autonomy", on=False, reason=why)
 
     def state(self) -> dict[str, Any]:
         """The latched ``~/state`` content."""
@@ -371,8 +381,9 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
             "autonomy": self.mux.autonomy,
             "driver_mode": self.machine.driver_mode,
             "policy_state": self.machine.policy_state,
-            "wbc_state": self.wbc_state,
-            "walk_state": self.walk_state,
+            "wbc_state": self.machine.wbc_state,
+            "walk_state": self.machine.walk_state,
+            "robot_down": self.machine.down,
             "t": round(self.now(), 6),
             "counts": {
                 "takeovers": self.record.counts["takeover"],
@@ -381,6 +392,8 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
                 "mode_changes": self.record.counts["mode"],
                 "switches": self.record.counts["switch"],
                 "switches_over_bound": self.switch_violations,
+                "falls": self.record.counts["fall"],
+                "respawns": self.record.counts["respawn"],
                 "inputs_refused": sum(c.refused.values()),
                 "inputs_clipped": sum(c.clipped.values()),
             },
@@ -411,13 +424,14 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
         self._flush_inputs()  # lockstep: the inputs that came before the request count before it
         t = self.now()
         moving = t - self._moving_t < self.stand_settle_s
-        stepping = self.walk_stepping and self.walk_state == "run"
+        stepping = self.walk_stepping and self.machine.walk_state == "run"
         decision = self.machine.decide(request, self.available(), moving, stepping)
         name = request.value if request != Request.AUTONOMY_OFF else "set_autonomy"
         if not decision.allowed:
             return self._refuse(t, name, decision.reason, origin)
-        if request in (Request.ESTOP, Request.DAMP):
-            self._stop_motion(t)  # zero velocity at once, before anything else
+        if request in (Request.ESTOP, Request.DAMP, Request.RESPAWN):
+            # zero velocity at once, before anything else
+            self._stop_motion(t, "respawn" if request == Request.RESPAWN else "damping")
         if request == Request.ESTOP:
             self._event(t, "estop", origin=origin)
             self.get_logger().error(f"E-STOP ({origin})")
@@ -431,8 +445,11 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
                     self.get_logger().error(f"{name}: {what} did not stop: {message}")  # the driver damps
                 elif not ok:
                     return self._refuse(self.now(), name, f"{name}: {message}", origin)
-                if action == "driver_reset":
-                    self.machine.driver_mode = "ramp"
+                if action in ("driver_reset", "driver_respawn"):
+                    self.machine.driver_mode = "ramp"  # what the driver publishes at its next tick
+                if action == "driver_respawn":  # counted once the driver took it, whatever follows
+                    self._event(self.now(), "respawn", origin=origin)
+                    self.get_logger().warning(f"respawn ({origin}): the robot back upright at its start pose")
         finally:
             self.machine.busy = False
         t = self.now()

@@ -3,7 +3,9 @@
 Events (``kind``): ``mode`` (a mode change), ``source`` (the velocity source changed), ``autonomy`` (set on or
 off), ``takeover`` (teleop took over from autonomy), ``estop``, ``refusal`` (a refused request, with its
 reason), ``fault`` (the driver damped by itself, or a controller faulted), ``switch`` (a controller switch at
-the driver, with its largest joint torque step). Times are seconds of the node's clock.
+the driver, with its largest joint torque step), ``fall`` (the driver reported the robot down: base tilt
+beyond its ``fall_tilt_deg``), ``respawn`` (the robot put back upright in simulation through the mode
+manager). Times are seconds of the node's clock.
 
 Time shares: each interval between two :meth:`OperationRecord.account` calls goes to the source that held
 the velocity command during it: ``teleop``, ``autonomy``, or ``idle`` (no fresh source: zero published;
@@ -21,7 +23,7 @@ from typing import Any
 
 SHARES = ("teleop", "autonomy", "idle")
 MODES = ("boot", "hold", "stand", "walk", "run_policy", "damp")
-COUNTED = ("mode", "source", "autonomy", "takeover", "estop", "refusal", "fault", "switch")
+COUNTED = ("mode", "source", "autonomy", "takeover", "estop", "refusal", "fault", "switch", "fall", "respawn")
 
 
 @dataclass
@@ -79,7 +81,8 @@ class OperationRecord:
 
     def summary(self, events: bool = True) -> dict[str, Any]:
         """The record as a JSON-ready dictionary: ``duration_s``, ``shares_s``, ``shares`` (fractions),
-        ``modes_s`` (time in each operating mode), ``counts``, ``switches`` (each controller switch's torque
+        ``modes_s`` (time in each operating mode), ``counts`` (``falls`` and ``respawns`` among them),
+        ``switches`` (each controller switch's torque
         step) and, if asked, ``events``."""
         total = sum(self.seconds.values())
         out: dict[str, Any] = {
@@ -98,6 +101,8 @@ class OperationRecord:
                 "autonomy_changes": self.counts["autonomy"],
                 "faults": self.counts["fault"],
                 "controller_switches": self.counts["switch"],
+                "falls": self.counts["fall"],
+                "respawns": self.counts["respawn"],
             },
             "switches": [dict(e.detail, t=e.t) for e in self.events if e.kind == "switch"],
         }

@@ -16,6 +16,7 @@
 | ``0`` | damp |
 | ``e`` | e-stop |
 | ``r`` | reset |
+| ``R`` | respawn (simulation: the robot back upright after a fall) |
 | ``o`` / ``p`` | autonomy on / off |
 | ``q`` | quit (publishes a zero first) |
 """
@@ -46,6 +47,7 @@ REQUEST_KEYS: dict[str, tuple[str, bool | None]] = {
     "0": ("damp", None),
     "e": ("estop", None),
     "r": ("reset", None),
+    "R": ("respawn", None),
     "o": ("set_autonomy", True),
     "p": ("set_autonomy", False),
 }
