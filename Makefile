@@ -35,6 +35,9 @@ $(STAMP): requirements.txt setup.py package.xml Makefile
 	@# opencv-python pin would clash with opencv-python-headless; cv2 is used only by its camera examples)
 	$(PY) -m pip install -q --no-deps "unitree-sdk2py-dimos==1.0.3" 2>&1 | grep -v "^WARNING: Location" || true
 	$(PY) -m pip install -q --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
+	@# tf2_msgs for /tf and /tf_static: not among the ROS 2 wheels, so built from interfaces/tf2_msgs into the venv
+	@# where `import tf2_msgs.msg` fails (about 30 s); a failed build warns once and setup goes on without /tf
+	bash scripts/build_tf2_msgs.sh $(VENV)
 	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control, humanoid_policy, unitree_sdk2py.core.channel, unitree_sdk2py.utils.crc; from humanoid_policy.manifest import load_policy; load_policy('holosoma/g1_ppo')" \
 		|| { echo "setup: the Python environment is incomplete"; exit 1; }
 	@# headless rendering needs an OpenGL library (EGL, else OSMesa)

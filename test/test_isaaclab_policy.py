@@ -525,7 +525,7 @@ def test_io_descriptor_policy_runs_through_the_launch_file(tmp_path: Path) -> No
         "controller": "policy",
         "policy": str(write_descriptors(tmp_path, doc)),
         "clock": "lockstep",
-        "wait_for_subscribers": "2",
+        "wait_for_subscribers": "3",  # the runner, the probe and tf_publisher
         "sim_duration_s": "20.0",
     }
     commands: list[Any] = []

@@ -16,7 +16,7 @@ def test_default_plan_starts_driver_and_description() -> None:
     plan = load_launch_description(default_launch_file(), {})
     try:
         names = [p.name for p in plan.processes]
-        assert names == ["robot_driver", "robot_description"]
+        assert names == ["robot_driver", "robot_description", "tf_publisher"]
         driver = plan.processes[0]
         assert driver.required
         assert driver.params == {
@@ -27,6 +27,7 @@ def test_default_plan_starts_driver_and_description() -> None:
             "sim_duration_s": 0.0,
             "wait_for_subscribers": 0,
             "start_paused": False,
+            "lockstep_peers": "none",  # lockstep with no peer in the default launch
             "activation_ticks": 50,
             "ramp_duration_s": 2.0,
             "friction_patch": "none",
@@ -64,7 +65,7 @@ def test_unitree_g1_emulator_plan() -> None:
     )
     try:
         names = [p.name for p in plan.processes]
-        assert names == ["robot_driver", "g1_emulator", "robot_description"]
+        assert names == ["robot_driver", "g1_emulator", "robot_description", "tf_publisher"]
         driver, emulator = plan.processes[0], plan.processes[1]
         assert driver.params["network_interface"] == "lo" and driver.params["emulator"] is True
         assert emulator.params == {
@@ -103,7 +104,13 @@ def test_mode_manager_starts_the_policy_runner_idle() -> None:
     plan = load_launch_description(default_launch_file(), {"mode_manager": "true", "controller": "policy"})
     try:
         by_name = {p.name: p for p in plan.processes}
-        assert list(by_name) == ["robot_driver", "robot_description", "policy_runner", "mode_manager"]
+        assert list(by_name) == [
+            "robot_driver",
+            "robot_description",
+            "tf_publisher",
+            "policy_runner",
+            "mode_manager",
+        ]
         runner = by_name["policy_runner"].params
         assert runner["autostart"] is False and runner["command_timeout_action"] == "hold"
         assert by_name["mode_manager"].params == {
@@ -167,7 +174,13 @@ def test_wbc_stand_starts_the_estimator_and_the_wbc() -> None:
     plan = load_launch_description(default_launch_file(), {"controller": "wbc_stand"})
     try:
         names = [p.name for p in plan.processes]
-        assert names == ["robot_driver", "robot_description", "state_estimator", "wbc_controller"]
+        assert names == [
+            "robot_driver",
+            "robot_description",
+            "tf_publisher",
+            "state_estimator",
+            "wbc_controller",
+        ]
         assert plan.processes[-1].params == {
             "robot": "g1",
             "lockstep": True,

@@ -79,7 +79,7 @@ def test_nan_action_ends_in_damping_and_is_logged(tmp_path: Path) -> None:
         "controller": "policy",
         "policy": str(manifest),
         "clock": "lockstep",
-        "wait_for_subscribers": "2",
+        "wait_for_subscribers": "3",  # the runner, the probe and tf_publisher
         "sim_duration_s": "30.0",
     }
     probe = GraphProbe(subscribe_description=False)

@@ -1,1 +1,1 @@
-"""The robot description: the node serving /robot_description and the URDF command-line tool."""
+"""The robot description: the node serving /robot_description, the URDF tool and the TF publisher."""

@@ -74,7 +74,7 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
             "controller": "policy",
             "policy": policy,
             "clock": "lockstep",
-            "wait_for_subscribers": "2",
+            "wait_for_subscribers": "3",  # the runner, the probe and tf_publisher
             "sim_duration_s": f"{seconds + 3.0}",
         },
         log_dir / "launch_policy.log",

@@ -3,11 +3,13 @@
 - subscribes ``/imu/data`` (propagation, every sample) and ``/joint_states`` (leg kinematics, contact
   detection from the measured joint torques and slip detection from the joint rates, applied once the IMU
   has reached the joint state's stamp); it never reads ``/sim/*``;
-- publishes ``/odom`` (nav_msgs/Odometry, ``odom`` -> base body; pose covariance from the filter; twist in
-  the base frame), ``/contacts/left`` and ``/contacts/right`` (geometry_msgs/WrenchStamped: estimated ground
-  reaction force, odom-aligned axes; force.z = 0 while the foot is not in contact), the ``odom`` -> base
-  transform on ``/tf`` where ``tf2_msgs`` is installed, and ``/diagnostics`` (contact and slip states,
-  innovation norms, dropped messages, IMU gaps).
+- publishes ``/odom`` (nav_msgs/Odometry, ``odom`` -> ``base_link``: the pose of the base body, ``pelvis``
+  on the G1, which the served URDF's ``base_link`` coincides with (:mod:`humanoid_control.model.urdf`); pose
+  covariance from the filter; twist in the base frame), ``/contacts/left`` and ``/contacts/right``
+  (geometry_msgs/WrenchStamped: estimated ground reaction force, odom-aligned axes; force.z = 0 while the foot
+  is not in contact), the same ``odom`` -> ``base_link`` transform on ``/tf`` where ``tf2_msgs`` is installed
+  (REP-105; the links' transforms below ``base_link`` come from ``tf_publisher`` or robot_state_publisher),
+  and ``/diagnostics`` (contact and slip states, innovation norms, dropped messages, IMU gaps).
 
 In the driver's loop (``controller:=wbc_stand in_loop:=true``, docs/realtime.md): the driver creates this
 node in its process (``in_loop``): no subscriptions, no lockstep peer; the loop calls
@@ -43,6 +45,7 @@ from humanoid_control.estimation.ekf import EstimatorNoise
 from humanoid_control.estimation.estimator import BaseEstimate, StateEstimator
 from humanoid_control.model.joint_order import JointOrder
 from humanoid_control.model.robot_config import load_robot_config
+from humanoid_control.model.urdf import BASE_LINK
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 
@@ -68,7 +71,20 @@ class StateEstimatorNode(QuietNode):
             0.0,
             1.0,
         )
-        self.publish_tf = declare(self, "publish_tf", True, "publish odom -> base on /tf (needs tf2_msgs)")
+        self.publish_tf = declare(
+            self, "publish_tf", True, "publish odom -> base_link on /tf (needs tf2_msgs)"
+        )
+        tf_rate = declare(
+            self,
+            "tf_rate_hz",
+            50.0,
+            "most odom -> base_link transforms on /tf per second of estimate time (Hz; 0: every estimate)",
+            0.0,
+            10000.0,
+            read_only=True,
+        )
+        self._tf_period = 1.0 / tf_rate if tf_rate > 0 else 0.0
+        self._tf_last: float | None = None  # stamp of the last transform sent (s)
         self.stale_after = declare(
             self, "stale_after_s", 0.05, "a stream older than this (s) counts as stopped", 0.001, 10.0
         )
@@ -133,7 +149,7 @@ class StateEstimatorNode(QuietNode):
             try:
                 from tf2_msgs.msg import TFMessage
             except ImportError:
-                self.get_logger().info("tf2_msgs is not installed: no /tf (odom -> base) from this node")
+                self.get_logger().info("tf2_msgs is not installed: no /tf (odom -> base_link) from this node")
             else:
                 self._tf_type = TFMessage
                 self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
@@ -168,6 +184,7 @@ class StateEstimatorNode(QuietNode):
         self._imu_t = None
         self._pending = None
         self._joints_t = None
+        self._tf_last = None
         self._slip_ticks_reported = np.zeros(2, dtype=int)
         self.resets += 1
         self.get_logger().info("reset: re-initializing from the next IMU sample and joint state")
@@ -282,7 +299,7 @@ class StateEstimatorNode(QuietNode):
         odom = Odometry()
         odom.header.stamp = stamp
         odom.header.frame_id = "odom"
-        odom.child_frame_id = self.config.base_body
+        odom.child_frame_id = BASE_LINK  # REP-105; the base body's frame (base_link -> base body: identity)
         p = odom.pose.pose.position
         p.x, p.y, p.z = e.position.tolist()
         o = odom.pose.pose.orientation
@@ -292,7 +309,7 @@ class StateEstimatorNode(QuietNode):
         lin.x, lin.y, lin.z = e.linear_velocity.tolist()
         ang.x, ang.y, ang.z = e.angular_velocity.tolist()
         self.pub_odom.publish(odom)
-        if self.pub_tf is not None:
+        if self.pub_tf is not None and self._tf_due(t):
             tf = TransformStamped()
             tf.header = odom.header
             tf.child_frame_id = odom.child_frame_id
@@ -310,6 +327,14 @@ class StateEstimatorNode(QuietNode):
         if not self.in_loop and t - self._last_diag >= 1.0:  # in the loop: in_loop_diagnostics
             self._last_diag = t
             self._publish_diagnostics(stamp, e)
+
+    def _tf_due(self, t: float) -> bool:
+        """One transform per ``tf_rate_hz`` period of estimate time ``t`` (s); time going back restarts."""
+        last = self._tf_last
+        if last is not None and last <= t < last + self._tf_period - 1e-9:
+            return False
+        self._tf_last = t
+        return True
 
     def _publish_diagnostics(self, stamp: Any, e: Any) -> None:
         innov = self.est.ekf.last_innovation

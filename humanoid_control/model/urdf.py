@@ -5,6 +5,11 @@ configured joint are written from it (the G1 URDF of example-robot-data lists 35
 MuJoCo model and the driver use 50 N m). ``package://`` mesh URIs are kept (``mesh_uris="package"``, for a
 full ROS 2 install where the package is in the ament index) or rewritten to ``file://`` absolute paths
 (``mesh_uris="file"``, which rviz2 on the same machine reads without the package being registered).
+
+The tree's root is REP-105/120's ``base_link``: where the URDF's root link is another (the G1's ``pelvis``,
+the configured base body), a link ``base_link`` without inertia is added with a fixed identity joint to it,
+so that the state estimator's ``odom -> base_link`` joins the links' transforms (robot_state_publisher's KDL
+wants a root link without inertia too). The URDF's root link must be the configured base body.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import xml.etree.ElementTree as ET
 from humanoid_control.model.robot_config import ConfigError, RobotConfig
 
 MESH_URI_MODES = ("file", "package")
+BASE_LINK = "base_link"  # REP-105 / REP-120: the root of the served tree, the child of odom
 
 
 def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
@@ -42,6 +48,7 @@ def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
     missing = [n for n in config.joint_names if n not in seen]
     if missing:
         raise ConfigError(f"URDF {path} lacks configured joints {missing}")
+    _add_base_link(root, config.base_body, path)
     if mesh_uris == "file":
         for mesh in root.iter("mesh"):
             uri = mesh.get("filename", "")
@@ -49,3 +56,23 @@ def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
                 package, _, rel = uri[len("package://") :].partition("/")
                 mesh.set("filename", (config.resolve_urdf_package(package) / rel).resolve().as_uri())
     return ET.tostring(root, encoding="unicode")
+
+
+def _add_base_link(root: ET.Element, base_body: str, path: object) -> None:
+    """Make ``base_link`` the root link (module docstring): added above ``base_body``, the URDF's root."""
+    children = {c.get("link") for c in root.findall("joint/child")}
+    roots = [link.get("name") for link in root.findall("link") if link.get("name") not in children]
+    if roots == [BASE_LINK]:
+        return
+    if roots != [base_body]:
+        raise ConfigError(
+            f"URDF {path}: root links {roots}, where one, the base body '{base_body}', is expected"
+        )
+    joint = ET.Element("joint", name=f"{BASE_LINK}_joint", type="fixed")
+    ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
+    ET.SubElement(joint, "parent", link=BASE_LINK)
+    ET.SubElement(joint, "child", link=base_body)
+    link = ET.Element("link", name=BASE_LINK)
+    link.tail = joint.tail = "\n  "
+    root.insert(0, joint)
+    root.insert(0, link)
