@@ -47,6 +47,7 @@ setup(
             # ROS 2 nodes (ros2 run humanoid_stack <name>)
             "robot_driver = humanoid_control.driver.robot_driver_node:main",
             "robot_description = humanoid_bringup.description.robot_description_node:main",
+            "tf_publisher = humanoid_bringup.description.tf_publisher_node:main",
             "joint_hold_controller = humanoid_control.controllers.controller_node:joint_hold_main",
             "controller_node = humanoid_control.controllers.controller_node:main",
             "policy_runner = humanoid_policy.policy_runner_node:main",
@@ -67,6 +68,9 @@ setup(
             "humanoid-graph = humanoid_bringup.node_graph:main",
             "humanoid-policy = humanoid_policy.check:main",
             "humanoid-teleop = humanoid_bringup.teleop:main",
+            "humanoid-record = humanoid_bringup.recording.recorder_node:main",
+            "humanoid-replay = humanoid_bringup.recording.replay_node:main",
+            "humanoid-report = humanoid_bringup.recording.report:main",
         ],
         # controllers found by name (humanoid_control/controllers/registry.py): Controller subclasses, hosted
         # by the generic node adapter, the driver's loop and the in-process runner (policy, wbc_stand and

@@ -3,7 +3,10 @@
 ``humanoid-bench driver``: the real-time loop per scenario (hold, joint_hold, policy, wbc_stand,
 joint_hold_1khz; ``--scenarios``, ``--seconds``, default 60 s each at 500 Hz), each beside a bare-loop
 baseline measured in the same run (``baseline_overruns_pct``, ``baseline_lateness_us_p99``; see
-``humanoid_bringup/evaluation/rt_bench.py`` and docs/realtime.md). ``humanoid-bench driver --lockstep`` gives
+``humanoid_bringup/evaluation/rt_bench.py`` and docs/realtime.md). ``--record``: each scenario's ROS run
+recorded to a bag (launch ``record:=``), with the recorder's cost beside the figures (``recorder_cpu_pct``:
+the recorder process's CPU, % of one core; ``record_messages``, ``record_bytes``, ``record_bag``;
+docs/recording.md). ``humanoid-bench driver --lockstep`` gives
 the earlier figures instead: the robot driver on MuJoCo, launched through ``launch/sim.launch.yaml`` in its
 own processes, measured from its own ``/diagnostics``:
 
@@ -128,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         help="scenarios: the driver's publish_rate_hz, the tooling streams' rate (default 0: every tick)",
     )
     drv.add_argument(
+        "--record",
+        action="store_true",
+        help="scenarios: record every topic to a bag during each ROS run (launch record:=) and report the "
+        "recorder's cost (recorder_cpu_pct, record_messages, record_bytes, record_bag)",
+    )
+    drv.add_argument(
         "--lockstep",
         action="store_true",
         help="the earlier figures: realtime hold without baseline, lockstep real-time factors",
@@ -191,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.benchmark == "wbc":
         result = bench_wbc(args.states, args.seed, args.walking_seconds)
     elif args.benchmark == "driver":
+        if args.record and (args.hardware != "mujoco" or args.lockstep):
+            parser.error("--record applies to the realtime scenarios (not with --lockstep or --hardware)")
         if args.hardware != "mujoco":
             seconds = 30.0 if args.seconds is None else args.seconds
             result = bench_driver_hardware(args.hardware, seconds, args.rate, args.lockstep_seconds)
@@ -213,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                     physics_thread=args.physics_thread == "true",
                     callbacks_in_slack=args.callbacks_in_slack == "true",
                     publish_rate_hz=args.publish_rate_hz,
+                    record=args.record,
                 )
             except ValueError as exc:
                 parser.error(str(exc))

@@ -192,7 +192,18 @@ def main(argv: list[str] | None = None) -> int:
         "--corner-refinement", default="edges", choices=["subpix", "edges", "contour", "apriltag", "none"]
     )
     perc.add_argument("--noise-seed", type=int, default=0, help="seed of the depth noise")
+    for graph_evaluation in (loco, est, push, comp, stand, auto, start):
+        graph_evaluation.add_argument(
+            "--record",
+            action="store_true",
+            help="record each run's ROS graph to a rosbag2 folder (MCAP) beside its log and JSON: bag/ "
+            "(launch record:=; replay with humanoid-replay; docs/recording.md)",
+        )
     args = parser.parse_args(argv)
+    if getattr(args, "record", False):
+        from humanoid_bringup.evaluation.launched_graph import record_runs
+
+        record_runs()
     from humanoid_control.model.robot_config import ConfigError, load_robot_config
 
     if args.evaluation == "autonomy":

@@ -72,6 +72,16 @@ def isolated_ros_env(log_dir: str | Path, domain_id: int | None = None) -> dict[
     return env
 
 
+_RECORD_RUNS: list[bool] = []  # record_runs() was called: every graph started from then on is recorded
+
+
+def record_runs(enabled: bool = True) -> None:
+    """Record every :class:`LaunchedGraph` started from now on in this process (``humanoid-eval ...
+    --record``): launch argument ``record:=`` set to :meth:`LaunchedGraph.bag_path`, beside the run's log
+    and JSON (replaced if it exists), unless the caller's arguments name ``record`` themselves."""
+    _RECORD_RUNS[:] = [True] if enabled else []
+
+
 class LaunchedGraph:
     """``humanoid-launch FILE name:=value ...`` in a subprocess; output to ``log_path``."""
 
@@ -83,10 +93,18 @@ class LaunchedGraph:
         self.log_path = Path(log_path)
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def bag_path(self) -> Path:
+        """Where :func:`record_runs` records this run: ``bag`` beside ``graph.log``, else ``<stem>_bag``."""
+        stem = self.log_path.stem
+        return self.log_path.with_name("bag" if stem == "graph" else f"{stem}_bag")
+
     def start(self) -> LaunchedGraph:
         """Start the launch runner."""
         script = Path(sys.executable).parent / "humanoid-launch"  # the console script, where installed
         runner = [str(script)] if script.exists() else [sys.executable, "-m", "humanoid_bringup.launcher"]
+        if _RECORD_RUNS and "record" not in self.arguments:
+            self.arguments = {**self.arguments, "record": str(self.bag_path), "record_overwrite": "true"}
         cmd = [*runner, str(self.launch_file)]
         cmd += [f"{k}:={v}" for k, v in self.arguments.items()]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()

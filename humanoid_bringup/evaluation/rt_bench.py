@@ -20,6 +20,14 @@ deadlines), ``lateness_us_max``, ``max_gap_us``, the in-loop controller's ``cont
 ``baseline_controller_overruns``, ...) is a bare deadline loop in a process of its own with the same work per
 tick and no ROS: MuJoCo step, the driver core, and the controller's core (for the WBC, the estimator's core
 and the QP, as in the loop), with the real-time settings the driver was granted.
+
+``record`` (``humanoid-bench driver --record``): each scenario's ROS run is recorded (launch ``record:=``,
+every topic, a bag per scenario in the logs folder) and its keys gain the recorder's cost:
+``recorder_cpu_pct`` (the recorder process's CPU time over its wall time, %, 100 = one core; from the bag's
+``metadata.yaml``, else its last ``/recorder/status``), ``record_messages``, ``record_duration_s`` (the
+bag's span of log time, s), ``record_bytes``, ``record_bag``. The recorder subscribes to the ground truth
+and contact wrenches too, which the driver then computes every tick: that is part of what recording costs
+the loop.
 """
 
 from __future__ import annotations
@@ -281,7 +289,7 @@ def _run_baseline(
 class _Observer:
     """This process's node: the driver's diagnostics; for the policy, ``/cmd_vel`` playing the script."""
 
-    def __init__(self, walk: bool) -> None:
+    def __init__(self, walk: bool, record: bool = False) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import Twist
@@ -301,6 +309,9 @@ class _Observer:
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         self.node.create_subscription(String, "/policy_runner/state", self._on_state, latched)
+        self.recorder_status: dict[str, Any] = {}
+        if record:
+            self.node.create_subscription(String, "/recorder/status", self._on_recorder, latched)
         self.walk = walk
         self.pub = self.node.create_publisher(Twist, "/cmd_vel", 10) if walk else None
         self._twist = Twist
@@ -326,6 +337,10 @@ class _Observer:
             self.runner_state = msg.data
             if msg.data == "run" and self.run_since is None:
                 self.run_since = time.monotonic()
+
+    def _on_recorder(self, msg: Any) -> None:
+        with self.lock:
+            self.recorder_status = json.loads(msg.data)
 
     def _publish_cmd(self) -> None:
         from humanoid_bringup.evaluation.locomotion_scripts import LOCOMOTION_SCRIPT
@@ -357,10 +372,11 @@ def run_scenario(
     physics_thread: bool = True,
     callbacks_in_slack: bool = True,
     publish_rate_hz: float = 0.0,
+    record: bool = False,
 ) -> dict[str, Any]:
     """One scenario: the ROS run (the driver's ``thread_priority``, ``process_priority`` and
-    ``physics_thread`` as given), then its bare-loop baseline with the priorities the driver was granted and
-    the same ``physics_thread``."""
+    ``physics_thread`` as given; ``record``: recorded, module docstring), then its bare-loop baseline with the
+    priorities the driver was granted and the same ``physics_thread``."""
     from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 
     spec = SCENARIOS[name]
@@ -379,7 +395,10 @@ def run_scenario(
     }
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
-    observer = _Observer(walk=spec["work"] == "policy")
+    bag = log_dir / f"bag_{name}"
+    if record:
+        args["record"] = str(bag)
+    observer = _Observer(walk=spec["work"] == "policy", record=record)
     graph = LaunchedGraph(args, log_dir / f"launch_{name}.log").start()
     try:
         code = graph.wait(seconds * 3 + 120)
@@ -390,6 +409,7 @@ def run_scenario(
         time.sleep(0.5)
         with observer.lock:
             diag = dict(observer.diag)
+            recorder_status = dict(observer.recorder_status)
     finally:
         observer.close()
         graph.stop()
@@ -404,6 +424,29 @@ def run_scenario(
     out["physics_thread"] = physics_thread
     out["callbacks_in_slack"] = callbacks_in_slack
     out["publish_rate_hz"] = publish_rate_hz
+    out["record"] = record
+    if record:
+        out.update(recorder_cost(bag, recorder_status))
+    return out
+
+
+def recorder_cost(bag: Path, status: dict[str, Any]) -> dict[str, Any]:
+    """The recorder's figures for a recorded run (module docstring): from the bag's ``metadata.yaml`` (written
+    when the recorder closed it), else from its last status (a recorder that did not close its bag)."""
+    import yaml
+
+    out: dict[str, Any] = {"record_bag": str(bag), "record_complete": False}
+    with contextlib.suppress(OSError):
+        out["record_bytes"] = sum(p.stat().st_size for p in bag.iterdir() if p.is_file())
+    try:
+        meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        out["recorder_cpu_pct"] = float(meta["custom_data"]["recorder_cpu_pct"])
+        out["record_messages"] = int(meta["message_count"])
+        out["record_duration_s"] = round(int(meta["duration"]["nanoseconds"]) * 1e-9, 3)
+        out["record_complete"] = True
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+        out["recorder_cpu_pct"] = status.get("recorder_cpu_pct")
+        out["record_messages"] = status.get("messages")
     return out
 
 
@@ -415,6 +458,7 @@ def bench_driver_scenarios(
     physics_thread: bool = True,
     callbacks_in_slack: bool = True,
     publish_rate_hz: float = 0.0,
+    record: bool = False,
 ) -> dict[str, Any]:
     """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
     from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
@@ -435,6 +479,7 @@ def bench_driver_scenarios(
             physics_thread,
             callbacks_in_slack,
             publish_rate_hz,
+            record,
         )
         for name in scenarios
     }
@@ -448,6 +493,7 @@ def bench_driver_scenarios(
         "physics_thread": physics_thread,
         "callbacks_in_slack": callbacks_in_slack,
         "publish_rate_hz": publish_rate_hz,
+        "record": record,
         "load_average_start": [round(v, 2) for v in load0],
         "load_average_end": [round(v, 2) for v in os.getloadavg()],
         "cpus": os.cpu_count(),

@@ -398,6 +398,9 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
                 "inputs_clipped": sum(c.clipped.values()),
             },
             "last_event": self._last_event,
+            # the operation record so far (its time shares accounted up to end_t): a recording of this
+            # topic alone gives /mode_manager/report's shares and counts (humanoid-report)
+            "record": _record_so_far(self.record),
         }
 
     def _publish_state(self) -> None:
@@ -527,6 +530,13 @@ class ModeManagerNode(ModeManagerInputs, QuietNode):
         summary = json.loads(text)
         summary.pop("events", None)
         self.get_logger().info(f"operation record: {json.dumps(summary)}")
+
+
+def _record_so_far(record: OperationRecord) -> dict[str, Any]:
+    """The operation record's ``start_t``, ``end_t`` (s, node clock: its time shares are accounted up to
+    there), ``shares_s``, ``modes_s`` and ``counts``, as ``~/report`` gives them."""
+    summary = record.summary(events=False)
+    return {k: summary[k] for k in ("start_t", "end_t", "shares_s", "modes_s", "counts")}
 
 
 def main(args: list[str] | None = None) -> int:
