@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +19,6 @@ def make_executor() -> Any:
     EventsExecutor has lower latency, but on Kilted (rclpy 9.1) it neither returns when the context is shut
     down from another thread nor reacts to SIGINT afterwards, so it is opt-in.
     """
-    import os
 
     try:
         if os.environ.get("HUMANOID_EXECUTOR", "single") != "events":
@@ -236,8 +237,14 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
 
     from humanoid_control.ros.shutdown import GracefulStop, StopRequested, init_without_signal_handlers
 
-    stop = GracefulStop()
-    init_without_signal_handlers(sys.argv if args is None else args)
+    # the opt-in EventsExecutor spins a node with a guard condition not at all, and does not return when the
+    # context is shut down from another thread: it keeps rclpy's own signal handling (and its limits)
+    events = os.environ.get("HUMANOID_EXECUTOR", "single") == "events"
+    stop = None if events else GracefulStop()
+    if stop is None:
+        rclpy.init(args=sys.argv if args is None else args)
+    else:
+        init_without_signal_handlers(sys.argv if args is None else args)
     node = None
     code = 0
     try:
@@ -246,7 +253,8 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
         except ValueError as exc:
             print(f"{program}: error: {exc}", flush=True)
             raise SystemExit(2) from None
-        stop.attach(node)
+        if stop is not None:
+            stop.attach(node)
         executor = make_executor()
         # nodes the node created in its process (a controller called from the driver's loop, with its node
         # as the ROS interface) go first: their callbacks are served before the node's own in a wait set
@@ -254,7 +262,7 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
             executor.add_node(extra)
         executor.add_node(node)
         gate = getattr(node, "spin_gate", None)  # a real-time loop's SlackGate: callbacks in its slack
-        if stop.requested:
+        if stop is not None and stop.requested:
             pass  # a signal came while the node was being built
         elif gate is None:
             executor.spin()
@@ -269,6 +277,9 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
+        if stop is None:  # rclpy's handlers: a second SIGINT must not interrupt the clean-up
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
         if node is not None:
             code = code or int(getattr(node, "exit_code", 0))
             close = getattr(node, "close", None)
@@ -282,5 +293,6 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-        stop.close()
+        if stop is not None:
+            stop.close()
     return code
