@@ -38,15 +38,19 @@ from typing import Any
 
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from humanoid_bringup.description.kinematic_tree import KinematicTree, UrdfError, parse_urdf
 from humanoid_bringup.description.tf_cdr import TfMessageWriter
-from humanoid_control.ros.node_utils import QuietNode, declare, quiet_subscription_events, run_node
+from humanoid_control.ros.node_utils import (
+    QuietNode,
+    declare,
+    helper_node,
+    quiet_subscription_events,
+    run_node,
+)
 
 __all__ = ["LatestSample", "TfPublisherNode", "main"]
 
@@ -60,13 +64,7 @@ class LatestSample:
     rename it too) and runs on wall time (no ``/clock`` subscription)."""
 
     def __init__(self, context: Any, name: str) -> None:
-        self.node = Node(
-            name,
-            context=context,
-            parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, False)],
-            start_parameter_services=False,
-            cli_args=["--ros-args", "-r", f"__node:={name}"],
-        )
+        self.node = helper_node(context, name)
         self._msg: Any = None
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from humanoid_bringup.evaluation.autonomy_eval import PEERS  # the same graph
 from humanoid_bringup.evaluation.graph_probe import GraphProbe, close_graph
 from humanoid_bringup.evaluation.launched_graph import LaunchedGraph, isolated_ros_env
 
@@ -41,14 +42,6 @@ GRAPH = {
     "scene": "autonomy",
     "ramp_duration_s": "0.5",  # the boot ramp (run_policy is refused until it is over)
 }
-PEERS = (
-    "policy_runner",
-    "state_estimator",
-    "mode_manager",
-    "camera_node",
-    "perception_node",
-    "autonomy_node",
-)
 SAMPLE_S = 0.1  # ground-truth sampling of the record (s of simulated time)
 
 

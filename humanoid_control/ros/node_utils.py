@@ -91,6 +91,25 @@ def time_parts(seconds: float) -> tuple[int, int]:
     return int(sec), int(nanosec)
 
 
+def helper_node(context: Any, name: str) -> Node:
+    """A second node in a process (blocking service calls, a reader on a thread of its own), named ``name``.
+
+    The name is given by a node-local remap, which rcl applies before the process-wide ``-r __node:=X`` (what
+    ``ros2 launch`` gives the process's node): without it the helper would be renamed ``X`` too, and the
+    graph would hold two nodes of that name. It runs on wall time: the launch's ``use_sim_time`` would make
+    it follow ``/clock`` at the driver's rate for nothing. No parameter services.
+    """
+    from rclpy.parameter import Parameter
+
+    return Node(
+        name,
+        context=context,
+        parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, False)],
+        start_parameter_services=False,
+        cli_args=["--ros-args", "-r", f"__node:={name}"],
+    )
+
+
 def to_time_msg(seconds: float) -> Any:
     """``builtin_interfaces/Time`` from seconds, rounded to the nearest nanosecond (:func:`time_parts`)."""
     from builtin_interfaces.msg import Time
@@ -263,8 +282,8 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
         executor.add_node(node)
         gate = getattr(node, "spin_gate", None)  # a real-time loop's SlackGate: callbacks in its slack
         if stop is not None and stop.requested:
-            pass  # a signal came while the node was being built
-        elif gate is None:
+            raise StopRequested("a signal came while the node was being built")
+        if gate is None:
             executor.spin()
         else:
             spin_in_windows(executor, gate)

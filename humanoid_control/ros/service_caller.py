@@ -9,6 +9,8 @@ from typing import Any
 
 from std_srvs.srv import Trigger
 
+from humanoid_control.ros.node_utils import helper_node
+
 
 class ServiceCaller:
     """Blocking service calls (``std_srvs/Trigger`` and others) from a node's callbacks.
@@ -24,20 +26,11 @@ class ServiceCaller:
 
     def __init__(self, context: Any, name: str, services: dict[str, str | tuple[Any, str]]) -> None:
         from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-        from rclpy.parameter import Parameter
 
         # wall-clock node: the launch's use_sim_time (a global argument of the process) would make it follow
         # /clock at the driver's rate, waking this thread 500 times a second for nothing (measured: half of
         # the mode manager's CPU in realtime)
-        self.node = Node(
-            name,
-            context=context,
-            parameter_overrides=[Parameter("use_sim_time", Parameter.Type.BOOL, False)],
-            start_parameter_services=False,
-            # node-local arguments win over the process's global ones (rcl looks at the local remaps first)
-            cli_args=["--ros-args", "-r", f"__node:={name}"],
-        )
+        self.node = helper_node(context, name)
         self.clients = {
             key: self.node.create_client(*(spec if isinstance(spec, tuple) else (Trigger, spec)))
             for key, spec in services.items()
