@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import math
 import os
 import signal
@@ -255,6 +256,11 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None, program:
     from rclpy.executors import ExternalShutdownException
 
     from humanoid_control.ros.shutdown import GracefulStop, StopRequested, init_without_signal_handlers
+
+    # a crash in native code (SIGSEGV, SIGABRT, ...) prints every thread's Python stack on stderr: the
+    # launcher's log then says where a node died, not only that it did
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
 
     # the opt-in EventsExecutor spins a node with a guard condition not at all, and does not return when the
     # context is shut down from another thread: it keeps rclpy's own signal handling (and its limits)

@@ -15,8 +15,9 @@ from humanoid_control.ros.node_utils import helper_node
 class ServiceCaller:
     """Blocking service calls (``std_srvs/Trigger`` and others) from a node's callbacks.
 
-    The clients live on a node of their own, spun by its own executor thread, so a callback of the calling
-    node can wait for a response (with a timeout) without waiting on its own executor. (Awaiting a client's
+    The clients live on a node of their own, spun by its own executor thread (started at the first request,
+    so no second thread is inside rclpy while the owner is being built), so a callback of the calling node
+    can wait for a response (with a timeout) without waiting on its own executor. (Awaiting a client's
     future in an ``async`` service callback never resumed under rclpy 9.1's SingleThreadedExecutor.)
 
     That node is named ``name`` (by convention ``<owner>_calls``, from the owner's own, possibly remapped,
@@ -39,7 +40,13 @@ class ServiceCaller:
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
-        self.thread.start()
+        self._start_lock = threading.Lock()
+
+    def _ensure_spinning(self) -> None:
+        """Start the executor thread once (any thread may call; the first one starts it)."""
+        with self._start_lock:
+            if not self._closed and self.thread.ident is None:
+                self.thread.start()
 
     def _spin(self) -> None:
         with contextlib.suppress(Exception):  # the context shuts down
@@ -63,6 +70,7 @@ class ServiceCaller:
         client = self.clients[key]
         if not client.service_is_ready():
             return f"{client.srv_name} is not available"
+        self._ensure_spinning()
         done = threading.Event()
         future = client.call_async(request)
         future.add_done_callback(lambda _f: done.set())
@@ -85,15 +93,17 @@ class ServiceCaller:
         """Call without waiting for the answer (when the service is there)."""
         client = self.clients[key]
         if client.service_is_ready():
+            self._ensure_spinning()
             client.call_async(Trigger.Request())
 
     def close(self) -> None:
         """Stop the thread's executor, wait for the thread, destroy the node (idempotent). The thread must be
         gone before the process exits: a thread left inside rclpy's C++ code at interpreter exit aborts the
         process (``terminate called without an active exception``)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._start_lock:
+            if self._closed:
+                return
+            self._closed = True
         with contextlib.suppress(Exception):
             self.executor.shutdown(timeout_sec=1.0)
         if self.thread.is_alive() and threading.current_thread() is not self.thread:
