@@ -4,17 +4,24 @@ The node (``recorder``; launch argument ``record:=<dir>``) polls the graph every
 subscribes to each wanted topic as soon as it has a publisher, raw (rclpy hands the serialized CDR bytes,
 nothing is deserialized), with the QoS its publishers offer (:func:`~.bag_writer.subscription_qos`:
 transient-local where every publisher is, so latched values are recorded; reliable where every publisher
-is) and a deep queue. Those offered profiles go to the bag's metadata. A topic whose type cannot be written
+is) and a deep queue. Those offered profiles go to the bag's metadata.
+
+The subscriptions live on a second node, ``<name>_reader``, that no executor spins: every ``drain_period_s``
+(10 ms of wall time) a timer takes everything queued on every subscription (``take_message``, in C), orders
+the batch by receive time and writes it. One wake-up per period instead of one per message: at the 500 Hz
+streams' several thousand messages a second, the executor's per-message wake-up was most of the recorder's
+CPU. A topic whose type cannot be written
 (no message definition or no Python class here) is reported once in the log and in the status, and
 skipped; the rest is recorded.
 
 Time base (each message's log time, ns): ``time_base`` ``sim`` (the launch's choice in simulation): the
 latest ``/clock`` message the recorder has taken from its own ``/clock`` subscription (simulated time; 0
-before the first), so the bag's clock and its recorded ``/clock`` agree; ``system``: the wall clock (ns since
-the epoch); ``auto``: ``sim`` if the node's ``use_sim_time`` is true. It is the *receive* time, as with
-``ros2 bag record``: under load a message may be taken a few ticks after it was published (its header stamp
-is unchanged). The recorder is no lockstep peer: it never slows the simulation, and its deep queues let it
-catch up; in lockstep every message published is recorded.
+before the first, in receive order), so the bag's clock and its recorded ``/clock`` agree; ``system``: the
+middleware's receive time of the message (wall clock, ns since the epoch); ``auto``: ``sim`` if the node's
+``use_sim_time`` is true. It is the *receive* time, as with ``ros2 bag record``: under load a message may be
+taken a few ticks after it was published (its header stamp is unchanged). The recorder is no lockstep peer:
+it never slows the simulation, and its deep queues let it catch up; in lockstep every message published is
+recorded.
 
 The writer flushes at least once a second (:mod:`.bag_writer`): a recorder killed with SIGKILL loses at most
 about a second, and ``humanoid-record --recover <dir>`` completes its bag (:mod:`.recovery`). On SIGINT /
@@ -50,7 +57,7 @@ from humanoid_bringup.recording.bag_writer import (
     typestore_for,
 )
 from humanoid_bringup.recording.ros_types import import_message, qos_from_rclpy, qos_to_rclpy
-from humanoid_control.ros.node_utils import QuietNode, declare, run_node
+from humanoid_control.ros.node_utils import QuietNode, declare, helper_node, run_node
 
 __all__ = ["RecorderNode", "cdr_time_ns", "main"]
 
@@ -101,6 +108,9 @@ class RecorderNode(QuietNode):
         self.depth = declare(self, "queue_depth", 2000, "subscription queue depth per topic", 1, 1000000)
         discovery = declare(self, "discovery_period_s", 0.2, "graph poll period (s, wall)", 0.02, 10.0)
         flush = declare(self, "flush_period_s", 1.0, "flush at least this often (s, wall)", 0.05, 1.0)
+        drain = declare(
+            self, "drain_period_s", 0.01, "take the queued messages this often (s, wall)", 0.001, 0.5
+        )
         if self.time_base == "auto":
             self.time_base = "sim" if self.get_parameter("use_sim_time").value else "system"
         if self.time_base not in ("sim", "system"):
@@ -111,7 +121,8 @@ class RecorderNode(QuietNode):
         typestore = typestore_for(distro or None)
         self.exit_code = 0
         self.skipped: dict[str, str] = {}
-        self._rec_subs: dict[str, Any] = {}  # topic -> subscription
+        self._rec_subs: dict[str, Any] = {}  # topic -> subscription (on the reader node)
+        self._rec_topics: dict[str, BagTopic | None] = {}  # topic -> where it is written (None: not recorded)
         self._rec_qos: dict[str, Any] = {}  # topic -> the subscription's rosbags Qos
         self._pub_counts: dict[str, int] = {}  # topic -> publisher count when (re)subscribed
         self._clock_ns = 0
@@ -126,7 +137,10 @@ class RecorderNode(QuietNode):
         )
         self._string = String
         steady = Clock(clock_type=ClockType.STEADY_TIME)
+        # the recorded subscriptions' node: never spun, its queues are taken by the drain timer
+        self.reader = helper_node(self.context, f"{self.get_name()}_reader")
         self.create_timer(discovery, self._discover, clock=steady)
+        self.create_timer(drain, self.drain_once, clock=steady)
         self.create_timer(min(0.25, flush / 4.0), self._flush_tick, clock=steady)
         self.create_timer(1.0, self._publish_status, clock=steady)
         # last: a refused parameter leaves no bag folder behind
@@ -178,13 +192,16 @@ class RecorderNode(QuietNode):
         qos = subscription_qos(offered, self.depth)
         old = self._rec_subs.pop(name, None)
         if old is not None:
-            self.destroy_subscription(old)
+            self.drain_once()  # what the old subscription holds first
+            self.reader.destroy_subscription(old)
             self.get_logger().warning(
                 f"{name}: a publisher with another QoS joined; subscribed again as "
                 f"{qos.reliability.name.lower()} / {qos.durability.name.lower()}"
             )
-        callback = self._clock_callback(topic) if name == CLOCK_TOPIC else self._callback(topic)
-        self._rec_subs[name] = self.create_subscription(cls, name, callback, qos_to_rclpy(qos), raw=True)
+        self._rec_subs[name] = self.reader.create_subscription(
+            cls, name, _never_called, qos_to_rclpy(qos), raw=True
+        )
+        self._rec_topics[name] = topic
         self._rec_qos[name] = qos
         self._changed = True
 
@@ -194,31 +211,32 @@ class RecorderNode(QuietNode):
         self.get_logger().error(f"not recording {name}: {reason}")
 
     # ------------------------------------------------------------------ messages
-    def _now_ns(self) -> int:
-        return self._clock_ns if self.time_base == "sim" else time.time_ns()
-
-    def _callback(self, topic: BagTopic | None) -> Any:
-        def on_message(data: bytes) -> None:
+    def drain_once(self) -> int:
+        """Take every queued message of every subscription, write them in receive order; the count."""
+        batch: list[tuple[int, int, str, bytes]] = []
+        for name, sub in self._rec_subs.items():
+            with sub.handle:
+                while True:
+                    got = sub.handle.take_message(sub.msg_type, True)
+                    if got is None:
+                        break
+                    data, info = got
+                    received = info.get("received_timestamp", 0) if isinstance(info, dict) else 0
+                    batch.append((int(received) or time.time_ns(), len(batch), name, data))
+        batch.sort()
+        sim = self.time_base == "sim"
+        for received, _, name, data in batch:
+            if name == CLOCK_TOPIC and sim:
+                t = cdr_time_ns(data)
+                if t is not None:
+                    self._clock_ns = t
+            topic = self._rec_topics.get(name)
             if topic is not None:
-                self._write(topic, data)
-
-        return on_message
-
-    def _clock_callback(self, topic: BagTopic | None) -> Any:
-        def on_clock(data: bytes) -> None:
-            t = cdr_time_ns(data)
-            if t is not None and self.time_base == "sim":
-                self._clock_ns = t
-            if topic is not None:
-                self._write(topic, data)
-
-        return on_clock
-
-    def _write(self, topic: BagTopic, data: bytes) -> None:
-        try:
-            self.bag.write(topic, self._now_ns(), data)
-        except BagWriteError as exc:
-            self._failed(str(exc))
+                try:
+                    self.bag.write(topic, self._clock_ns if sim else received, data)
+                except BagWriteError as exc:
+                    self._failed(str(exc))
+        return len(batch)
 
     def _flush_tick(self) -> None:
         if self.bag.flush_due():
@@ -272,26 +290,19 @@ class RecorderNode(QuietNode):
     # ------------------------------------------------------------------ shutdown
     def _drain(self, quiet_s: float = 0.5, max_s: float = 3.0) -> None:
         """Take what is still queued or still arriving (other nodes' last messages at shutdown)."""
-        from rclpy.executors import SingleThreadedExecutor
-
         if not self.context.ok() or self.bag.error is not None:
             return
-        executor = SingleThreadedExecutor(context=self.context)
-        executor.add_node(self)
         try:
             end = time.monotonic() + max_s
             quiet_since = time.monotonic()
-            last = self.bag.message_count
             while time.monotonic() < end and time.monotonic() - quiet_since < quiet_s:
-                executor.spin_once(timeout_sec=0.05)
-                if self.bag.message_count != last:
-                    last, quiet_since = self.bag.message_count, time.monotonic()
+                if self.drain_once():
+                    quiet_since = time.monotonic()
+                else:
+                    time.sleep(0.02)  # the other nodes' last messages are on their way
         except (SystemExit, Exception) as exc:  # a failed write ends the drain (already reported)
             if not isinstance(exc, SystemExit):
                 self.get_logger().warning(f"draining the queues stopped: {exc!r}")
-        finally:
-            executor.remove_node(self)
-            executor.shutdown(timeout_sec=0.1)
 
     def close(self) -> None:
         """Drain, then write the summary and ``metadata.yaml``; log the counts and ``recorder_cpu_pct``."""
@@ -317,6 +328,12 @@ class RecorderNode(QuietNode):
                 + f"; recorder_cpu_pct {cpu:.1f}"
             )
         self._publish_status()
+        self._rec_subs.clear()
+        self.reader.destroy_node()
+
+
+def _never_called(_data: bytes) -> None:
+    """The reader node's subscriptions' callback: no executor spins that node (:meth:`drain_once`)."""
 
 
 def _parser() -> argparse.ArgumentParser:
