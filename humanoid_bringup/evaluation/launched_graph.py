@@ -9,6 +9,7 @@ in a folder); :class:`LaunchedGraph` runs ``humanoid-launch`` on a launch file (
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -58,12 +59,48 @@ def claim_ros_domain() -> int:
     raise RuntimeError(f"every ROS domain id 1-100 is claimed by another process (locks in {folder})")
 
 
+_DISCOVERY_RANGE = ["LOCALHOST"]  # SYSTEM_DEFAULT once use_loopback_udp() chose the transports itself
+
+
+def use_loopback_udp() -> dict[str, str]:
+    """From now on, graphs of this process (and its children) use Fast DDS over loopback UDP only, without
+    the shared-memory transport (``config/dds/loopback_udp.xml``; the test suite's choice): Fast DDS 3.2's
+    shared-memory transport can crash a process (SIGSEGV) that opens a port segment left inconsistent by a
+    process killed with SIGKILL (eProsima/Fast-DDS#6501), and tests kill nodes on purpose. Discovery range
+    ``SYSTEM_DEFAULT`` then (the profile keeps it on loopback; the rmw's ``LOCALHOST`` would add the
+    shared-memory transport back). Sets and returns the variables."""
+    import tempfile
+
+    from humanoid_bringup.launcher.packages import find_package_share
+
+    profile = find_package_share("humanoid_stack") / "config" / "dds" / "loopback_udp.xml"
+    if not profile.is_file():
+        raise FileNotFoundError(f"the Fast DDS profile {profile} is missing")
+    # socket buffers of 4 MiB, or what the kernel allows (net.core.rmem_max / wmem_max): Fast DDS refuses a
+    # transport whose buffer it cannot set to the size asked for
+    limit = 4 * 1024 * 1024
+    for name in ("rmem_max", "wmem_max"):
+        with contextlib.suppress(OSError, ValueError):
+            limit = min(limit, int(Path(f"/proc/sys/net/core/{name}").read_text().split()[0]))
+    text = profile.read_text().replace("4194304", str(limit))
+    if text != profile.read_text():
+        folder = Path(tempfile.gettempdir()) / "humanoid_dds"
+        folder.mkdir(parents=True, exist_ok=True)
+        profile = folder / f"loopback_udp_{limit}.xml"
+        profile.write_text(text)
+    _DISCOVERY_RANGE[:] = ["SYSTEM_DEFAULT"]
+    env = {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT"}
+    os.environ.update(env)
+    return env
+
+
 def isolated_ros_env(log_dir: str | Path, domain_id: int | None = None) -> dict[str, str]:
     """Set (in ``os.environ``) and return the variables that isolate a ROS graph on this machine: a domain
-    id of its own (:func:`claim_ros_domain` unless given), localhost discovery, logs in ``log_dir``."""
+    id of its own (:func:`claim_ros_domain` unless given), localhost discovery (the rmw's ``LOCALHOST``
+    range, or loopback UDP after :func:`use_loopback_udp`), logs in ``log_dir``."""
     env = {
         "ROS_DOMAIN_ID": str(domain_id if domain_id is not None else claim_ros_domain()),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": _DISCOVERY_RANGE[0],
         "ROS_LOG_DIR": str(log_dir),
         "PYTHONUNBUFFERED": "1",
     }
