@@ -4,7 +4,9 @@ robot, the ``virtual`` interface against the emulators).
 Each :meth:`write` sends one command frame per actuator (q*, dq*, kp, kd, tau_ff of its joint, mapped with the
 joint's direction and offset of ``hardware.can_mit``, quantised to the actuator model's ranges, out-of-range
 values clamped); the actuators run ``t + kp (p - q) + kd (v - dq)`` on board. :meth:`read` collects the
-replies (position, velocity, torque) into joint states.
+replies (position, velocity, torque) into joint states. The frames of all actuators are encoded and decoded
+at once with numpy (:mod:`mit_batch`, bytes identical to :mod:`mit_can`'s per-frame codec) and sent bus by
+bus (:class:`mit_batch.BatchHostBus`).
 
 Start-up: every actuator is sent *enter motor mode* (``...FC``), which enables it with an empty command (zero
 torque); its reply is the first measured state, from which the driver's ramp starts (soft start). Every
@@ -32,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from humanoid_control.hardware.base import RobotBackend
-from humanoid_control.hardware.can_io import MitHostBus, open_bus
+from humanoid_control.hardware.can_io import open_bus
 from humanoid_control.hardware.hardware_config import load_can_mit_config
-from humanoid_control.hardware.mit_can import ENTER_MOTOR_MODE, EXIT_MOTOR_MODE, MitCommand
+from humanoid_control.hardware.mit_batch import BatchHostBus, MitBatchCodec
+from humanoid_control.hardware.mit_can import ENTER_MOTOR_MODE, EXIT_MOTOR_MODE
 from humanoid_control.hardware.mujoco_sim import ImuNoise
 from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState
 from humanoid_control.hardware.watchdog import LinkMonitor, LinkMonitorConfig
@@ -80,9 +83,14 @@ class CanMitBackend(RobotBackend):
         self.emu = MitG1Emulator(config, self.hw, channels, lockstep, imu_noise)
         self.emu.start()
         self.buses = {
-            bus: MitHostBus(open_bus(channels[bus], "virtual"), [j for j in self.hw.joints if j.bus == bus])
+            bus: BatchHostBus(open_bus(channels[bus], "virtual"), [j for j in self.hw.joints if j.bus == bus])
             for bus in self.hw.buses
         }
+        self._codec = MitBatchCodec(self.hw.joints)  # all actuators, robot joint order
+        self._bus_index = {
+            bus: np.array([i for i, j in enumerate(self.hw.joints) if j.bus == bus]) for bus in self.buses
+        }
+        self._replies = np.zeros((self.n, 8), dtype=np.uint8)
         self._index = {(j.bus, j.can_id): i for i, j in enumerate(self.hw.joints)}
         self.monitor = LinkMonitor(
             list(self._index),
@@ -113,17 +121,20 @@ class CanMitBackend(RobotBackend):
     def _collect(self, timeout: float) -> set[tuple[str, int]]:
         """Replies of every bus (waiting up to ``timeout`` s on each bus for its missing ones)."""
         heard = set()
+        got = np.zeros(self.n, dtype=bool)
         for bus, host in self.buses.items():
             # do not wait for actuators that already missed the last period (once is enough to count them)
-            expected = sum(1 for j in host.joints if (bus, j) not in self._missing)
-            replies = host.collect(timeout, expected=expected) if expected else host.collect(0.0)
-            for can_id, reply in replies.items():
-                key = (bus, can_id)
-                i = self._index[key]
-                self.q[i], self.dq[i], self.tau[i] = self.hw.joints[i].from_motor(reply)
-                heard.add(key)
-            for err in host.errors:
-                self.bus_errors.append(err)
+            expected = sum(1 for j in host.can_ids if (bus, j) not in self._missing)
+            on_bus, rows = host.receive_frames(timeout if expected else 0.0, expected=expected or None)
+            idx = self._bus_index[bus]
+            self._replies[idx[on_bus]] = rows[on_bus]
+            got[idx[on_bus]] = True
+            heard.update((bus, host.can_ids[k]) for k in np.flatnonzero(on_bus))
+            self.bus_errors.extend(host.errors)
+            host.errors = []
+        if got.any():
+            q, dq, tau = self._codec.decode_joint(self._replies)
+            self.q[got], self.dq[got], self.tau[got] = q[got], dq[got], tau[got]
         return heard
 
     def _now(self) -> float:
@@ -167,13 +178,12 @@ class CanMitBackend(RobotBackend):
             zeros = np.zeros(self.n)
             command = LowLevelCommand(self.q.copy(), zeros, zeros, np.asarray(command.kd, float), zeros)
         self._kd_in_force = np.asarray(command.kd, float)
-        per_bus: dict[str, dict[int, MitCommand]] = {bus: {} for bus in self.buses}
-        for j, motor in zip(self.hw.joints, self.hw.motor_commands(command), strict=True):
-            per_bus[j.bus][j.can_id] = motor
+        frames, clamped = self._codec.encode_joint(
+            command.q, command.dq, command.kp, command.kd, command.tau_ff
+        )
+        self.clamped_frames += int(clamped.any(axis=1).sum())
         for bus, host in self.buses.items():
-            host.send_commands(per_bus[bus])
-            if host.clamped:
-                self.clamped_frames += len(host.clamped)
+            host.send_frames(frames[self._bus_index[bus]])
             self.bus_errors.extend(host.errors)
         if self._periods == 0:
             self.monitor.start(self._now())

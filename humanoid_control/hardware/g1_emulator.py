@@ -30,6 +30,9 @@ Two clocks:
   (until then the robot hangs still, as in its harness); the motors keep the last command they received (an
   assumption: the references say nothing of a G1 command timeout).
 
+LowCmd / LowState go over DDS as bytes encoded and decoded with numpy (:mod:`unitree_cdr`, the SDK's wire
+format byte for byte), not through the SDK's Python IDL objects.
+
 Beside LowState, each tick's simulation truth goes out on ``emu/ground_truth`` (:mod:`unitree_dds`), an
 emulator-only topic that lets the driver publish ``/sim/ground_truth`` for evaluations.
 
@@ -55,12 +58,12 @@ from humanoid_control.hardware import unitree_dds as dds
 from humanoid_control.hardware.hardware_config import UnitreeG1Config, load_unitree_g1_config
 from humanoid_control.hardware.mujoco_sim import ImuNoise, MujocoBackend
 from humanoid_control.hardware.types import LowLevelCommand
+from humanoid_control.hardware.unitree_cdr import RawReader, RawWriter, lowcmd_codec, lowstate_codec
 from humanoid_control.hardware.unitree_hg import (
     RemoteState,
+    UnitreeMessageError,
     encode_wireless_remote,
-    message_crc,
     new_lowstate,
-    to_bytes,
 )
 from humanoid_control.model.robot_config import RobotConfig
 
@@ -141,15 +144,18 @@ class G1Emulator:
         self._pub_truth: Any = None
         self._sub: Any = None
         self._sdk_state: Any = None
+        self._cmd_codec = lowcmd_codec()  # DDS's listener thread
+        self._state_codec = lowstate_codec()  # under the lock
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, domain: int, interface: str) -> None:
         """Open the DDS channels (SDK, ``domain``, network ``interface``) and start the emulator thread."""
         dds.init_channels(domain, interface)
         lowcmd_t, lowstate_t = dds.hg_types()
-        self._pub_state = dds.publisher(self.hw.lowstate_topic, lowstate_t)
+        # LowCmd / LowState as raw CDR through numpy (unitree_cdr); the truth topic through the SDK's classes
+        self._pub_state = RawWriter(self.hw.lowstate_topic, lowstate_t)
         self._pub_truth = dds.publisher(dds.TRUTH_TOPIC, dds.truth_type())
-        self._sub = dds.subscriber(self.hw.lowcmd_topic, lowcmd_t, self._on_lowcmd)
+        self._sub = RawReader(self.hw.lowcmd_topic, lowcmd_t, self._on_lowcmd)
         self._running = True
         target = self._run_lockstep if self.settings.lockstep else self._run_realtime
         self._thread = threading.Thread(target=target, name="g1_emulator", daemon=True)
@@ -162,9 +168,11 @@ class G1Emulator:
             self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
-        for channel in (self._sub, self._pub_state, self._pub_truth):
-            if channel is not None:
-                channel.Close()
+        for raw in (self._sub, self._pub_state):
+            if raw is not None:
+                raw.close()
+        if self._pub_truth is not None:
+            self._pub_truth.Close()
         self._sub = self._pub_state = self._pub_truth = None
 
     # ------------------------------------------------------------------ controls
@@ -201,17 +209,17 @@ class G1Emulator:
         return out
 
     # ------------------------------------------------------------------ DDS in
-    def _on_lowcmd(self, msg: Any) -> None:
-        """DDS listener thread: check a LowCmd and hand it to the physics."""
+    def _on_lowcmd(self, data: bytes) -> None:
+        """DDS listener thread: check a LowCmd (serialised sample) and hand it to the physics."""
         try:
-            rec = dds.lowcmd_from_sdk(msg)
-        except (ValueError, TypeError):
+            rec, ok = self._cmd_codec.decode_checked(data)
+        except UnitreeMessageError:
             with self._cond:
                 self.counters["crc_dropped"] += 1
             return
         with self._cond:
             self.counters["lowcmd_received"] += 1
-            if message_crc(to_bytes(rec, sealed=False)) != int(rec["crc"]):
+            if not ok:
                 self.counters["crc_dropped"] += 1  # the robot drops it: no motion, no tick in lockstep
                 return
             if int(rec["mode_machine"]) != self.settings.mode_machine:
@@ -259,8 +267,8 @@ class G1Emulator:
         self.tick_ms += self.period_ms
         self.counters["ticks"] += 1
 
-    def _lowstate(self) -> tuple[Any, Any]:
-        """SDK LowState (CRC sealed) and truth of the current simulation state; lock held."""
+    def _lowstate(self) -> tuple[bytes, Any]:
+        """Serialised LowState (CRC sealed) and truth of the current simulation state; lock held."""
         state = self.sim.read()
         rec = new_lowstate()
         rec["mode_pr"] = self.hw.mode_pr
@@ -278,8 +286,7 @@ class G1Emulator:
         m["dq"][idx] = sign * state.dq
         m["tau_est"][idx] = sign * state.tau
         rec["wireless_remote"] = np.frombuffer(encode_wireless_remote(self.remote), dtype=np.uint8)
-        data = to_bytes(rec)
-        msg = dds.lowstate_to_sdk(rec, int.from_bytes(data[-4:], "little"))
+        msg, _ = self._state_codec.encode_sealed(rec)
         g = self.sim.ground_truth()
         c = g.contacts
         contacts = [
@@ -303,7 +310,7 @@ class G1Emulator:
         msg, truth = self._lowstate()
         # truth first: a host waiting for a tick's LowState then finds its truth already there
         self._pub_truth.Write(truth)
-        self._pub_state.Write(msg)
+        self._pub_state.write(msg)
         self.counters["lowstate_sent"] += 1
 
     def _run_lockstep(self) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 
 from humanoid_control.hardware.can_io import can, open_bus
 from humanoid_control.hardware.hardware_config import CanMitConfig
+from humanoid_control.hardware.mit_batch import send_frames
 from humanoid_control.hardware.mit_can import special_frame
 from humanoid_control.hardware.mit_emulator import MitActuatorEmulator, MitBusEmulator, MotorModel
 from humanoid_control.hardware.mujoco_sim import ImuNoise, MujocoBackend
@@ -145,8 +146,13 @@ class MitG1Emulator:
         self.ticks += 1
 
     def _send(self, bus: str, arbitration_id: int, data: bytes) -> None:
-        with contextlib.suppress(can.CanError):  # the host's end is gone (shutting down)
-            self.buses[bus].send(can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False))
+        self._send_many(bus, [arbitration_id], [data])
+
+    def _send_many(self, bus: str, ids: list[int], data: list[bytes]) -> None:
+        """Frames out on ``bus`` in one go (:func:`mit_batch.send_frames`); errors ignored: the host's end
+        is gone (shutting down)."""
+        with contextlib.suppress(can.CanError):
+            send_frames(self.buses[bus], ids, data)
 
     def _run(self) -> None:
         deadline = time.perf_counter()
@@ -168,10 +174,12 @@ class MitG1Emulator:
                 with self.lock:
                     if self._tick_frames >= self._all:
                         self._step()
+                        replies: dict[str, list[bytes]] = {}
                         for b, can_id in self._held:
                             if can_id not in self.emulators[b].silenced:
-                                a = self.emulators[b].actuators[can_id]
-                                self._send(b, self.hw.host_id, a.reply())
+                                replies.setdefault(b, []).append(self.emulators[b].actuators[can_id].reply())
+                        for b, frames in replies.items():  # a bus's replies at once
+                            self._send_many(b, [self.hw.host_id] * len(frames), frames)
                         self._held.clear()
                         self._tick_frames.clear()
             else:

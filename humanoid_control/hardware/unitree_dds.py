@@ -12,6 +12,9 @@ imported only when a channel opens, so the rest of the package works without the
   SDK's ``unitree_hg`` IDL objects <-> the numpy C-layout records of
   :mod:`humanoid_control.hardware.unitree_hg`,
   over which the CRC is computed (floats travel as float32, so a record survives the round trip exactly).
+  The backend and the emulator no longer use these for LowCmd / LowState (0.3-0.5 ms per message): they send
+  and receive the serialised bytes through :mod:`unitree_cdr`; these remain the reference its tests and
+  ``humanoid-bench link`` compare with.
 - :class:`EmulatorTruth` on ``emu/ground_truth``: the base pose, twist and foot wrenches of the emulator's
   simulation, stamped with the LowState tick they belong to. Emulator-only (a robot has no such topic): the
   driver publishes it as ``/sim/ground_truth`` so that evaluations can measure a run through the emulator.

@@ -1,5 +1,7 @@
 """``hardware:=unitree_g1``: the Unitree G1 over its low-level DDS protocol (``rt/lowcmd`` / ``rt/lowstate``,
-``unitree_hg`` messages) through the Unitree SDK's channels.
+``unitree_hg`` messages) through the Unitree SDK's DDS participant; LowCmd / LowState go over the wire as
+raw CDR encoded and decoded with numpy (:mod:`unitree_cdr`, byte-exact with the SDK's serialisation, about a
+tenth of its cost).
 
 The robot's own motor drivers run the law ``tau = kp (q* - q) + kd (dq* - dq) + tau_ff``: each :meth:`write`
 sends one ``LowCmd_`` with the driver's per-joint q*, dq*, kp, kd, tau_ff, mapped to motor slots with the
@@ -39,12 +41,12 @@ from humanoid_control.hardware.follow_check import FollowCheckConfig, FollowMoni
 from humanoid_control.hardware.hardware_config import load_unitree_g1_config
 from humanoid_control.hardware.mujoco_sim import ImuNoise
 from humanoid_control.hardware.types import GroundTruth, LowLevelCommand, RobotState, Wrench
+from humanoid_control.hardware.unitree_cdr import RawReader, RawWriter, lowcmd_codec, lowstate_codec
 from humanoid_control.hardware.unitree_hg import (
     RemoteState,
+    UnitreeMessageError,
     decode_wireless_remote,
-    message_crc,
     new_lowcmd,
-    to_bytes,
 )
 from humanoid_control.hardware.watchdog import LinkMonitor, LinkMonitorConfig
 from humanoid_control.model.robot_config import RobotConfig
@@ -94,7 +96,9 @@ class UnitreeG1Backend(RobotBackend):
         self._consumed_tick = -1
         self._truth: dict[int, Any] = {}
         self._periods = 0
-        self._last_cmd_msg: Any = None
+        self._last_cmd_msg: bytes | None = None
+        self._cmd_codec = lowcmd_codec()  # the driver's thread
+        self._state_codec = lowstate_codec()  # DDS's listener thread
         self._last_write = 0.0
         self._prev: tuple[LowLevelCommand, np.ndarray, np.ndarray] | None = None
         self._measured: RobotState | None = None
@@ -104,11 +108,12 @@ class UnitreeG1Backend(RobotBackend):
 
         dds.init_channels(dds_domain, network_interface)
         lowcmd_t, lowstate_t = dds.hg_types()
-        self._pub = dds.publisher(self.hw.lowcmd_topic, lowcmd_t)
+        # LowCmd / LowState: raw CDR through numpy (unitree_cdr), the SDK's IDL types for the topics
+        self._pub: RawWriter | None = RawWriter(self.hw.lowcmd_topic, lowcmd_t)
         self._sub_truth = (
             dds.subscriber(dds.TRUTH_TOPIC, dds.truth_type(), self._on_truth) if self.emulator else None
         )
-        self._sub = dds.subscriber(self.hw.lowstate_topic, lowstate_t, self._on_lowstate)
+        self._sub: RawReader | None = RawReader(self.hw.lowstate_topic, lowstate_t, self._on_lowstate)
         deadline = time.monotonic() + connect_timeout_s
         with self._cond:
             while self._state is None or (self.emulator and self._state_tick not in self._truth):
@@ -124,13 +129,13 @@ class UnitreeG1Backend(RobotBackend):
         self.mode_machine = int(self._state["mode_machine"])
 
     # ------------------------------------------------------------------ DDS in (listener threads)
-    def _on_lowstate(self, msg: Any) -> None:
+    def _on_lowstate(self, data: bytes) -> None:
         try:
-            rec = dds.lowstate_from_sdk(msg)
-        except (ValueError, TypeError):
-            rec = None
+            rec, ok = self._state_codec.decode_checked(data)
+        except UnitreeMessageError:
+            rec, ok = None, False
         with self._cond:
-            if rec is None or message_crc(to_bytes(rec, sealed=False)) != int(rec["crc"]):
+            if rec is None or not ok:
                 self.counters["lowstate_bad_crc"] += 1
                 return
             self.counters["lowstate_received"] += 1
@@ -226,12 +231,13 @@ class UnitreeG1Backend(RobotBackend):
         mc = rec["motor_cmd"]
         for key in ("mode", "q", "dq", "tau", "kp", "kd"):
             mc[key] = motor[key]
-        data = to_bytes(rec)
-        msg = dds.lowcmd_to_sdk(rec, int.from_bytes(data[-4:], "little"))
+        data, _ = self._cmd_codec.encode_sealed(rec)
         with self._cond:
-            self._last_cmd_msg = msg
+            self._last_cmd_msg = data
             self._last_write = time.perf_counter()
-        self._pub.Write(msg)
+        if self._pub is None:
+            raise RuntimeError("the backend is closed")
+        self._pub.write(data)
         self.counters["lowcmd_sent"] += 1
 
     def advance(self, dt: float) -> None:
@@ -303,10 +309,12 @@ class UnitreeG1Backend(RobotBackend):
                 self.write(self.damping(kd))
             except Exception:
                 break
-        for channel in (self._sub, self._sub_truth, self._pub):
-            if channel is not None:
-                channel.Close()
-        self._sub = self._sub_truth = None
+        for raw in (self._sub, self._pub):
+            if raw is not None:
+                raw.close()
+        if self._sub_truth is not None:
+            self._sub_truth.Close()
+        self._sub = self._sub_truth = self._pub = None
 
 
 __all__ = ["UnitreeG1Backend"]
