@@ -17,12 +17,14 @@ $(STAMP): requirements.txt setup.py package.xml Makefile
 	$(PY) -m pip install -q -r requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
 	@# pretrained policies: holosoma-inference's ONNX files only (its runtime dependencies are not needed)
 	$(PY) -m pip install -q --no-deps "holosoma-inference==0.1.3" 2>&1 | grep -v "^WARNING: Location" || true
+	@# the browser console's test drives Debian's chromium (headless, software WebGL) through Playwright
 	@# Unitree G1 low level (hardware:=unitree_g1): the robot speaks CycloneDDS 0.10.x, which 11.x does not
 	@# interoperate with; cyclonedds==0.10.2 has no cp311 wheel, so it is built (seconds) against Debian's
 	@# cyclonedds-dev 0.10.2, found through CYCLONEDDS_HOME = a folder of links to /usr/include, /usr/bin, /usr/lib/<arch>
 	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); PKGS=""; \
 		test -f /usr/include/dds/dds.h || PKGS="$$PKGS cyclonedds-dev"; \
 		command -v gcc >/dev/null || PKGS="$$PKGS gcc libc6-dev"; \
+		command -v chromium >/dev/null || PKGS="$$PKGS chromium"; \
 		$(PY) -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
 			|| PKGS="$$PKGS python3-dev"; \
 		if [ -n "$$PKGS" ]; then $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$PKGS >/dev/null; fi
@@ -38,7 +40,7 @@ $(STAMP): requirements.txt setup.py package.xml Makefile
 	@# tf2_msgs for /tf and /tf_static: not among the ROS 2 wheels, so built from interfaces/tf2_msgs into the venv
 	@# where `import tf2_msgs.msg` fails (about 30 s); a failed build warns once and setup goes on without /tf
 	bash scripts/build_tf2_msgs.sh $(VENV)
-	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control, humanoid_policy, unitree_sdk2py.core.channel, unitree_sdk2py.utils.crc; from humanoid_policy.manifest import load_policy; load_policy('holosoma/g1_ppo')" \
+	$(PY) -c "import rclpy, mujoco, pinocchio, osqp, onnxruntime, cv2, humanoid_control, humanoid_policy, unitree_sdk2py.core.channel, unitree_sdk2py.utils.crc, viser, yourdfpy, playwright; from humanoid_policy.manifest import load_policy; load_policy('holosoma/g1_ppo')" \
 		|| { echo "setup: the Python environment is incomplete"; exit 1; }
 	@# headless rendering needs an OpenGL library (EGL, else OSMesa)
 	@ldconfig -p | grep -qE "libEGL.so.1|libOSMesa.so" || { \

@@ -80,6 +80,26 @@ NODE_TOPICS: dict[str, NodeTopics] = {
     "tf_publisher": NodeTopics(
         publishes=("/tf", "/tf_static"), subscribes=("/robot_description", "/joint_states")
     ),
+    # the browser console (console:=true): observes, drives /teleop/cmd_vel through the mode manager
+    "console": NodeTopics(
+        publishes=("/teleop/cmd_vel", "/diagnostics"),
+        subscribes=(
+            "/robot_description",
+            "{driver}/mode",
+            "{mode_manager}/state",
+            "/diagnostics",
+            "/walking/plan",
+            "/walking/footsteps",
+            "/wbc/markers",
+            "/perception/markers",
+            "/perception/height_map",
+            "/camera/color/image_raw",
+            "/joint_states",
+            "/odom",
+            "/sim/ground_truth",
+        ),
+        parameters={"driver": "/robot_driver", "mode_manager": "/mode_manager"},
+    ),
     # the generic node adapter hosting a registered controller (joint_hold_controller: hosting joint_hold)
     "controller_node": _CONTROLLER_NODE,
     "joint_hold_controller": _CONTROLLER_NODE,
