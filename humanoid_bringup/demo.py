@@ -1,4 +1,4 @@
-"""``humanoid-demo``: headless simulation demo; brings the G1 up through the launch file and reports.
+"""``humanoid-demo``: headless simulation demo; brings a robot (``--robot``) up by the launch file, reports.
 
 Runs ``humanoid-launch launch/sim.launch.yaml`` (robot driver on MuJoCo, robot description, joint hold
 controller) in lockstep, each node in its own process, records the graph from a probe node, and writes to
@@ -7,8 +7,9 @@ controller) in lockstep, each node in its own process, records the graph from a 
 - ``summary.json``: figures (base height vs nominal, driver modes, loop statistics, contact forces, ...);
 - ``base_height.png``, ``contact_forces.png``: plots;
 - ``robot.png``: a rendered picture of the robot at the end of the run;
-- ``walk/``: the G1 walking with a learned policy (``--policy``, default ``holosoma/g1_fastsac``) through the
-  policy runner along a short command script (stand, forward 0.5 m/s, turn 0.5 rad/s, stop):
+- ``walk/``: the robot walking with a learned policy (``--policy``, default: the robot config's
+  ``default_policy``) through the policy runner along a short command script (stand, forward 0.5 m/s, turn
+  0.5 rad/s, stop):
   ``velocity_tracking_*.png`` (commanded vs achieved), ``trajectory_*.png``, ``robot_walking.png``, and the
   ``walk`` entry of ``summary.json`` (the ``humanoid-eval locomotion`` figures);
 - ``wbc/``: the whole-body controller standing on the state estimator's ``/odom`` (driver, estimator and
@@ -113,7 +114,7 @@ def run_stand_demo(out: Path, hold_s: float, clock: str, controller: str, robot:
     from humanoid_control.model.robot_model import load_mujoco_model
 
     summary["weight_N"] = float(load_mujoco_model(config, scene=False).model.body_subtreemass[1] * 9.81)
-    _plots(out, t, z, nominal, ramp_s, contact)
+    _plots(out, t, z, nominal, ramp_s, contact, config.name)
     from humanoid_bringup.evaluation.render import qpos_from_state, render_robot
 
     qpos = qpos_from_state(
@@ -165,7 +166,13 @@ def _names_match(names: list[str], urdf: str | None) -> bool | None:
 
 
 def _plots(
-    out: Path, t: np.ndarray, z: np.ndarray, nominal: float, ramp_s: float, contact: dict[str, np.ndarray]
+    out: Path,
+    t: np.ndarray,
+    z: np.ndarray,
+    nominal: float,
+    ramp_s: float,
+    contact: dict[str, np.ndarray],
+    robot: str,
 ) -> None:
     import matplotlib
 
@@ -179,7 +186,7 @@ def _plots(
     ax.axvline(ramp_s, color="gray", ls=":", label="end of boot ramp")
     ax.set_xlabel("sim time (s)")
     ax.set_ylabel("m")
-    ax.set_title("G1 boot ramp and standing hold (lockstep, separate ROS 2 processes)")
+    ax.set_title(f"{robot}: boot ramp and standing hold (lockstep, separate ROS 2 processes)")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(out / "base_height.png", dpi=100)
@@ -239,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robot", default="g1")
     parser.add_argument(
         "--policy",
-        default="holosoma/g1_fastsac",
-        help="learned policy for the walking part ('none' skips it)",
+        default="",
+        help="learned policy for the walking part (default: the robot config's default_policy; 'none' skips "
+        "it)",
     )
     parser.add_argument("--push-direction", default="front", choices=["front", "back", "left", "right"])
     parser.add_argument(
@@ -250,6 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         help="WBC push as a fraction of the LIPM bound; 0 skips it",
     )
     args = parser.parse_args(argv)
+    if not args.policy:
+        from humanoid_control.model.robot_config import ConfigError, load_robot_config
+
+        try:
+            args.policy = load_robot_config(args.robot).default_policy or "none"
+        except ConfigError as exc:
+            print(f"humanoid-demo: error: {exc}", file=sys.stderr)
+            return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {

@@ -5,7 +5,9 @@ holosoma-inference ONNX, a manifest YAML or a manifest name like ``holosoma/g1_p
 
 - the resolved manifest (format, ONNX tensors, recurrent state, rate, history fill, command ranges);
 - the joint map: policy index -> robot joint (matched by name) with default pose (rad), kp (N m/rad),
-  kd (N m s/rad), the joint's limits (rad) and the robot's gain limits;
+  kd (N m s/rad), the joint's limits (rad) and the robot's gain limits; the policy's *virtual* joints
+  (declared ``virtual_joints`` the robot lacks: observed at their default, actions dropped) and the robot
+  joints the policy does not command (held at the robot's default);
 - the observation layout: offset and size of every term, its kind, scale, clip and history;
 - the action scaling: ``q* = offset + scale * action`` per joint, and the clips;
 - one dry policy step from the robot's default state (standing upright, at rest, zero command): the action
@@ -91,14 +93,24 @@ def _describe(m: PolicyManifest, robot: RobotConfig) -> list[str]:
         f"  {'idx':>3}  {'policy joint':<28} {'robot':>5}  {'default':>8} {'kp':>8} {'kd':>7}  "
         f"{'lower':>8} {'upper':>8}  {'kp max':>7} {'kd max':>6}",
     ]
+    virtual = set(m.robot_virtual_joints(robot))
     for i, name in enumerate(m.joint_names):
         r = index.get(name)
-        row = f"  {i:>3}  {name:<28} {'NONE' if r is None else r:>5}  {m.default_pose[i]:>+8.4f} "
+        label = ("VIRT" if name in virtual else "NONE") if r is None else r
+        row = f"  {i:>3}  {name:<28} {label:>5}  {m.default_pose[i]:>+8.4f} "
         row += f"{m.kp[i]:>8.3f} {m.kd[i]:>7.3f}"
         if r is not None:
             row += f"  {lower[r]:>+8.4f} {upper[r]:>+8.4f}"
             row += f"  {limits.kp[r]:>7g} {limits.kd[r]:>6g}" if limits is not None else ""
         lines.append(row)
+    if virtual:
+        lines.append(
+            f"  virtual joints ({len(virtual)}, robot '{robot.name}' lacks them): observed at their default "
+            f"with zero velocity, their actions dropped: {[n for n in m.joint_names if n in virtual]}"
+        )
+    held = [n for n in robot.joint_names if n not in set(m.joint_names)]
+    if held:
+        lines.append(f"  robot joints the policy does not command (held at the robot's default): {held}")
     lines += [
         "",
         f"observation layout ({m.obs_size} values):",

@@ -98,6 +98,7 @@ class PolicyController(Controller):
             hold_after_s=p["hold_after_s"],
         )
         self.runner = PolicyRunner(self.core, settings)
+        self.runner.command_gains = self.gains()  # the ramp's stand law is relative to these
         self.runner.gains_ready = True  # the host hands gains() to the driver before the first update
 
     def gains(self) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +128,8 @@ class PolicyController(Controller):
         if out.q_target is None:
             return None
         zeros = np.zeros_like(out.q_target)
-        return JointCommand(q=out.q_target, dq=zeros, tau_ff=zeros, stamp=t)
+        tau_ff = zeros if out.tau_ff is None else out.tau_ff
+        return JointCommand(q=out.q_target, dq=zeros, tau_ff=tau_ff, stamp=t)
 
     def deactivate(self) -> None:
         if self.runner is not None:

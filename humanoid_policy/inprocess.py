@@ -86,7 +86,8 @@ def run_in_process(
     Experiment hooks (the sim-to-sim sensitivity study, ``scripts/sim2sim_sensitivity.py``): ``model_hook``
     edits the MuJoCo model, ``gain_scale`` scales the policy's PD gains, ``imu_hook`` rewrites the IMU sample
     the policy sees (given the backend), ``delay_ticks`` delays commands by whole loop ticks, and
-    ``hold_before_run_s`` makes the policy's own gains hold the default pose that long before it starts.
+    ``hold_before_run_s`` makes the policy's own gains hold the default pose that long before it starts
+    (the runner's own ramp, which holds with the robot's stand gains, is then skipped: ``ramp_s`` 0).
     """
     backend = MujocoBackend(
         robot,
@@ -99,7 +100,7 @@ def run_in_process(
     runner = InProcessRunner(
         robot,
         controller,
-        {"gain_scale": gain_scale},
+        {"gain_scale": gain_scale, **({"ramp_s": 0.0} if hold_before_run_s > 0 else {})},
         RunnerSettings(
             rate_hz=rate_hz, ramp_s=settle_s, delay_ticks=delay_ticks, autostart=hold_before_run_s <= 0
         ),
@@ -119,7 +120,7 @@ def run_in_process(
     log = InProcessLog()
     run_t0: float | None = None
     hold_until: float | None = None
-    total = settle_s + policy.settings.ramp_s + sum(d for _, d, _ in script)
+    total = settle_s + policy.settings.ramp_s + hold_before_run_s + sum(d for _, d, _ in script)
     while backend.time < total + 0.5 * dt:
         t = runner.time
         if (

@@ -164,6 +164,9 @@ def load_manifest_yaml(path: str | Path) -> PolicyManifest:
         raise _fail(where, "joint_names has duplicates")
     joints = tuple(names)
     n = len(joints)
+    virtual = doc.get("virtual_joints") or []
+    if not isinstance(virtual, list) or not all(isinstance(v, str) and v in joints for v in virtual):
+        raise _fail(where, f"virtual_joints must list joints of joint_names: {virtual!r}")
     gains = doc.get("gains", {}) or {}
     kp = gains.get("kp") if "kp" in gains else field_value("kp")
     kd = gains.get("kd") if "kd" in gains else field_value("kd")
@@ -199,6 +202,7 @@ def load_manifest_yaml(path: str | Path) -> PolicyManifest:
         history_fill=str(obs.get("history_fill", "zeros")),
         phase=_phase(phase, where),
         metadata={"onnx_metadata_keys": sorted(meta), "format": "humanoid_policy/v1"},
+        virtual_joints=tuple(virtual),
     )
     return _check_against_onnx(manifest, onnx)
 

@@ -150,6 +150,9 @@ class PolicyManifest:
         target_clip: per-joint ``(lo, hi)`` clip of the targets (rad) after scale and offset, shape (n, 2)
             (Isaac Lab's ``JointAction`` ``clip``; ``None``: none).
         recurrent: state tensors of a recurrent network (empty: feed-forward).
+        virtual_joints: policy joints a robot may lack (a trained-on robot's joints, by name): on a robot
+            without them they are observed at their default pose with zero velocity and their actions are
+            dropped; any other joint the robot lacks is refused.
     """
 
     name: str
@@ -172,6 +175,7 @@ class PolicyManifest:
     action_offset: np.ndarray | None = None
     target_clip: np.ndarray | None = None
     recurrent: tuple[RecurrentState, ...] = ()
+    virtual_joints: tuple[str, ...] = ()
 
     @property
     def target_offset(self) -> np.ndarray:
@@ -197,15 +201,33 @@ class PolicyManifest:
             start += t.size
         return out
 
+    def absent_joints(self, robot: RobotConfig) -> list[str]:
+        """Policy joints (commanded or observed) that ``robot`` lacks, in policy order."""
+        known = set(robot.joint_names)
+        named = list(self.joint_names) + [
+            n for t in self.terms for n in t.joints if n not in self.joint_names
+        ]
+        return [n for n in dict.fromkeys(named) if n not in known]
+
+    def robot_virtual_joints(self, robot: RobotConfig) -> list[str]:
+        """The :attr:`virtual_joints` that ``robot`` lacks: observed at their default, actions dropped."""
+        return [n for n in self.absent_joints(robot) if n in self.virtual_joints]
+
     def robot_indices(self, robot: RobotConfig) -> np.ndarray:
-        """Index in the robot's joint order of each policy joint (raises if the robot lacks one)."""
+        """Index in the robot's joint order of each policy joint the robot has, in policy order (raises if
+        the robot lacks a joint that is not virtual); :meth:`robot_present` says which ones these are."""
         index = {n: i for i, n in enumerate(robot.joint_names)}
-        missing = [n for n in self.joint_names if n not in index]
+        missing = [n for n in self.joint_names if n not in index and n not in self.virtual_joints]
         if missing:
             raise ManifestError(
                 f"policy '{self.name}' commands joints that robot '{robot.name}' does not have: {missing}"
             )
-        return np.array([index[n] for n in self.joint_names], dtype=int)
+        return np.array([index[n] for n in self.joint_names if n in index], dtype=int)
+
+    def robot_present(self, robot: RobotConfig) -> np.ndarray:
+        """Boolean mask over the policy's joints: True where ``robot`` has the joint."""
+        known = set(robot.joint_names)
+        return np.array([n in known for n in self.joint_names], dtype=bool)
 
     def robot_problems(self, robot: RobotConfig) -> list[str]:
         """Every way the policy does not fit ``robot``, one message each (empty: it fits).
@@ -215,13 +237,23 @@ class PolicyManifest:
         """
         known = set(robot.joint_names)
         problems = []
-        missing = [n for n in self.joint_names if n not in known]
+        missing = [n for n in self.joint_names if n not in known and n not in self.virtual_joints]
         if missing:
             problems.append(f"unknown joints: robot '{robot.name}' has no {missing}")
         for term in self.terms:
-            absent = [n for n in term.joints if n not in known]
+            absent = [n for n in term.joints if n not in known and n not in self.virtual_joints]
             if absent:
                 problems.append(f"observation term '{term.name}' reads unknown joints {absent}")
+        from humanoid_control.model.robot_model import leg_joint_names
+
+        try:
+            legs = leg_joint_names(robot)
+        except Exception as exc:  # a model that does not load is reported, not raised
+            legs = []
+            problems.append(f"cannot find the leg joints of robot '{robot.name}': {exc}")
+        uncommanded = [n for n in legs if n not in self.joint_names]
+        if uncommanded:
+            problems.append(f"the policy does not command the leg joints {uncommanded}: refused")
         index = {n: i for i, n in enumerate(robot.joint_names)}
         rows = [(i, index[n]) for i, n in enumerate(self.joint_names) if n in index]
         lower, upper = robot.array("lower"), robot.array("upper")

@@ -16,6 +16,9 @@ Per policy step (``rate_hz`` of the manifest), in this order - the order of holo
    ``target_clip``, in the policy's joint order, are scattered into the robot's joint order by name (joints
    the policy does not drive keep the robot's default pose).
 
+A manifest's ``virtual_joints`` the robot lacks are observed at the policy's default pose with zero velocity,
+and their targets are dropped.
+
 Frames: ``gyro`` is the angular velocity of the base in the base (IMU) frame (rad/s); ``quat_wxyz`` is the
 base orientation (base -> world, w first); ``projected_gravity = R^T (0, 0, -1)``.
 """
@@ -77,6 +80,19 @@ class ObservationBuilder:
         self.manifest = manifest
         self.size = manifest.obs_size
         index = {n: i for i, n in enumerate(robot_joints)}
+        # virtual joints (the robot lacks them) are read from entries appended after the robot's joints:
+        # the policy's default pose (rad) for positions, zero velocity
+        default = dict(zip(manifest.joint_names, manifest.default_pose, strict=True))
+        virtual = [
+            n
+            for t in manifest.terms
+            if t.kind in ("dof_pos", "dof_vel")
+            for n in (t.joints or manifest.joint_names)
+            if n not in index
+        ]
+        for n in dict.fromkeys(virtual):
+            index[n] = len(index)
+        self._virtual_q = np.array([default.get(n, 0.0) for n in dict.fromkeys(virtual)], dtype=float)
         self._joints: dict[str, np.ndarray] = {}  # term name -> robot index of each of its joints
         self._offset: dict[str, np.ndarray] = {}
         for t in manifest.terms:
@@ -108,6 +124,9 @@ class ObservationBuilder:
             command: clipped ``(vx, vy, wz)``. last_action: previous raw action. phase: gait phases or None.
         """
         m = self.manifest
+        if self._virtual_q.size:
+            q = np.concatenate([q, self._virtual_q])
+            dq = np.concatenate([dq, np.zeros(self._virtual_q.size)])
         values = {
             "base_ang_vel": gyro,
             "projected_gravity": gravity,
@@ -172,7 +191,9 @@ class PolicyCore:
 
         self.manifest = manifest
         self.robot = robot
-        self.index = manifest.check_robot(robot)  # robot index of each policy joint
+        self.index = manifest.check_robot(robot)  # robot index of each policy joint the robot has
+        self.present = manifest.robot_present(robot)  # policy joints the robot has (others: virtual)
+        self.virtual_joints = manifest.robot_virtual_joints(robot)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -185,12 +206,13 @@ class PolicyCore:
         self.command_low, self.command_high = np.array(lo), np.array(hi)
         # robot-order default targets: the policy's default pose on its joints, the robot's elsewhere
         self.default_target = robot.array("default").copy()
-        self.default_target[self.index] = manifest.default_pose  # the pose the policy starts from
+        # the pose the policy starts from
+        self.default_target[self.index] = manifest.default_pose[self.present]
         # True when the driver's own hold pose is the policy's start pose (then the driver's hold is the ramp)
         self.default_matches_robot = bool(np.allclose(self.default_target, robot.array("default"), atol=1e-3))
         stand = robot.gain_profile("stand")
         self.kp, self.kd = stand.kp.copy(), stand.kd.copy()
-        self.kp[self.index], self.kd[self.index] = manifest.kp, manifest.kd
+        self.kp[self.index], self.kd[self.index] = manifest.kp[self.present], manifest.kd[self.present]
         self.reset()
         self.warm_up()
 
@@ -277,5 +299,5 @@ class PolicyCore:
             policy_target = m.target_offset + m.action_scale * action
             if m.target_clip is not None:
                 policy_target = np.clip(policy_target, m.target_clip[:, 0], m.target_clip[:, 1])
-            target[self.index] = policy_target
+            target[self.index] = policy_target[self.present]  # virtual joints' targets dropped
         return PolicyStep(obs=obs, action=action, q_target=target, finite=finite, command=cmd, phase=phase)

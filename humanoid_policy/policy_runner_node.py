@@ -63,7 +63,7 @@ from humanoid_policy.policy_runner_diagnostics import PolicyDiagnosticsMixin
 from humanoid_policy.policy_runner_gains import PolicyGainsMixin
 from humanoid_policy.policy_runner_in_loop import PolicyInLoopMixin
 from humanoid_policy.policy_runner_inputs import PolicyInputsMixin
-from humanoid_policy.runner import PolicyRunner, RunnerSettings, RunnerState
+from humanoid_policy.runner import PolicyRunner, RunnerOutput, RunnerSettings, RunnerState
 
 
 class PolicyRunnerNode(
@@ -337,17 +337,22 @@ class PolicyRunnerNode(
         state = self._reorder(msg)
         if state is None:
             return
-        q_target = self._advance(from_time_msg(msg.header.stamp), state[0], state[1], wall)
-        if q_target is not None:
+        out = self._advance(from_time_msg(msg.header.stamp), state[0], state[1], wall)
+        # a new state (ramp, run) goes out before the command it produced: an evaluator that starts its
+        # script at the first command of a run without a ramp learns of a ramp first
+        self._publish_state()
+        if out.q_target is not None:
+            effort = self._zeros if out.tau_ff is None else out.tau_ff.tolist()
             cmd = JointState(
-                name=self.names, position=q_target.tolist(), velocity=self._zeros, effort=self._zeros
+                name=self.names, position=out.q_target.tolist(), velocity=self._zeros, effort=effort
             )
             cmd.header.stamp = msg.header.stamp
             self.pub_cmd.publish(cmd)
         self._after_step(msg.header.stamp, from_time_msg(msg.header.stamp), wall)
 
-    def _advance(self, t: float, q: np.ndarray, dq: np.ndarray, wall: float) -> np.ndarray | None:
-        """The runner's update at stamp ``t`` (s) with the state in robot order: the joint targets or None."""
+    def _advance(self, t: float, q: np.ndarray, dq: np.ndarray, wall: float) -> RunnerOutput:
+        """The runner's update at stamp ``t`` (s) with the state in robot order: its output (the joint targets
+        and feed-forward torques, or None)."""
         if self._last_cb_wall is not None and self.runner.state == RunnerState.RUN:
             self.max_state_gap_ms = max(self.max_state_gap_ms, (wall - self._last_cb_wall) * 1e3)
         self._last_cb_wall = wall
@@ -357,7 +362,7 @@ class PolicyRunnerNode(
         if out.policy_step is not None:
             self.inference_us.append((time.perf_counter() - t0) * 1e6)
             del self.inference_us[:-2000]
-        return out.q_target
+        return out
 
     def _after_step(self, stamp: Any, t: float, wall: float) -> None:
         """Hold / e-stop requests, the latched state and the diagnostics after a step."""

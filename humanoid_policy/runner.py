@@ -5,7 +5,12 @@ States (``RunnerState``), as in real deploy code:
 - ``wait_state``: no joint state or IMU sample yet, the driver has not taken the policy's gains, or the
   driver is still ramping: no command.
 - ``ramp``: only when the driver is not already holding the default pose: interpolate q* from the measured
-  pose to the policy's default pose over ``ramp_s`` seconds (with the policy's gains).
+  pose to the policy's default pose over ``ramp_s`` seconds with the robot's ``stand`` gains (the driver's
+  hold law: a policy's gains may be too soft to hold a pose still, e.g. holosoma's T1 pose under its kp 50
+  ankles); the policy's own gains take over with its first step. The driver applies
+  one gain set to the runner's commands (:attr:`PolicyRunner.command_gains`), so the ramp's commands carry
+  the difference as feed-forward torque: ``tau_ff = (kp_s - kp) (q* - q) - (kd_s - kd) dq``, which makes the
+  driver's law exactly ``kp_s (q* - q) - kd_s dq``.
 - ``run``: the policy at its rate; between policy steps the latest targets are repeated at the loop rate. When
   the driver holds the default pose (its ``hold`` mode, stiff ``stand`` gains) the runner starts here:
   the first command switches the driver to the policy's gains in the same tick, so the policy starts from the
@@ -77,10 +82,12 @@ class ImuSample:
 
 @dataclass
 class RunnerOutput:
-    """Joint targets (robot order, rad) to send now, or ``None`` to send nothing."""
+    """Joint targets (robot order, rad) to send now, or ``None`` to send nothing; ``tau_ff``: feed-forward
+    torques to send with them (N m, robot order; None: zeros)."""
 
     q_target: np.ndarray | None
     policy_step: PolicyStep | None = None
+    tau_ff: np.ndarray | None = None
 
 
 class PolicyRunner:
@@ -104,6 +111,11 @@ class PolicyRunner:
         self._next_step_t = 0.0
         self._start_requested = False
         self.hold_requested = False  # set when the runner stopped by itself; the node asks the driver to hold
+        #: (kp, kd) the driver applies to this runner's commands (robot order); its owner sets them when it
+        #: scales the policy's gains
+        self.command_gains: tuple[np.ndarray, np.ndarray] = (core.kp, core.kd)
+        stand = core.robot.gain_profile("stand")
+        self._ramp_gains = (stand.kp, stand.kd)  # the law of the ramp: the robot's stand gains
 
     # ------------------------------------------------------------------ inputs
     def set_command(self, command: np.ndarray, t: float) -> None:
@@ -193,7 +205,10 @@ class PolicyRunner:
                     return RunnerOutput(None)
                 self._begin_run("the driver holds the default pose", t)
             else:
-                self._ramp_start = np.asarray(q, dtype=float).copy()
+                # from the pose the driver holds (its target: no torque step at the hand-over), else measured
+                held = driver_mode == "hold"
+                self._ramp_start = self.core.robot.array("default") if held else np.asarray(q, dtype=float)
+                self._ramp_start = self._ramp_start.copy()
                 self._ramp_t0 = t
                 self._set(RunnerState.RAMP, "state received", t)
         assert self.imu is not None
@@ -206,7 +221,7 @@ class PolicyRunner:
             alpha = 1.0 if s.ramp_s <= 0 else min(1.0, (t - self._ramp_t0) / s.ramp_s)
             self.target = (1 - alpha) * self._ramp_start + alpha * self.core.default_target
             if alpha < 1.0:
-                return RunnerOutput(self.target.copy())
+                return RunnerOutput(self.target.copy(), tau_ff=self._ramp_feedforward(q, dq))
             if not (s.autostart or self._start_requested):
                 self._set(RunnerState.HOLD, "ramp complete", t)
                 return RunnerOutput(None)
@@ -242,6 +257,13 @@ class PolicyRunner:
             return RunnerOutput(None, step)
         self.target = step.q_target
         return RunnerOutput(self.target.copy(), step)
+
+    def _ramp_feedforward(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """Feed-forward torque (N m) that turns the driver's law with :attr:`command_gains` into the ramp's
+        stand law at the target :attr:`target` (zero target velocity)."""
+        assert self.target is not None
+        (kp, kd), (kp_s, kd_s) = self.command_gains, self._ramp_gains
+        return (kp_s - kp) * (self.target - np.asarray(q)) - (kd_s - kd) * np.asarray(dq)
 
     def _begin_run(self, reason: str, t: float) -> None:
         self.core.reset()

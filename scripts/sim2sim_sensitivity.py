@@ -42,7 +42,7 @@ def _world_gyro(sample: ImuSample, _backend: Any) -> ImuSample:
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "faithful": {},
-    "start_from_soft_hold": {"hold_before_run_s": 0.02},
+    "start_from_soft_hold": {"hold_before_run_s": 1.0},
     "armature_0": {"model_hook": _set_dofs("dof_armature", 0.0)},
     "frictionloss_0": {"model_hook": _set_dofs("dof_frictionloss", 0.0)},
     "joint_damping_1": {"model_hook": _set_dofs("dof_damping", 1.0)},

@@ -65,15 +65,21 @@ class LegKinematics:
                 q_idx.append(model.joints[jid].idx_q)
                 v_idx.append(model.joints[jid].idx_v)
         self._inputs = as_slice(np.array(inputs))
-        # leg joints: the joints on the path from the base to each sole (indices into v)
-        self.leg_v: dict[str, np.ndarray] = {}
+        # leg joints: the joints on the path from the base to each sole (indices into v) that are on that
+        # path only; a joint both legs hang from (a waist between the base and the hips) carries the sum of
+        # both feet's forces and is left out of each leg's 6 x 6 system
+        paths: dict[str, list[int]] = {}
         for side, fid in sole_ids.items():
             joint = model.frames[fid].parentJoint
             idx = []
             while joint > 1:  # stop at the free flyer
                 idx.append(model.joints[joint].idx_v)
                 joint = model.parents[joint]
-            self.leg_v[side] = np.array(sorted(idx))
+            paths[side] = idx
+        shared = set.intersection(*(set(p) for p in paths.values())) if len(paths) > 1 else set()
+        self.leg_v: dict[str, np.ndarray] = {
+            side: np.array(sorted(i for i in idx if i not in shared)) for side, idx in paths.items()
+        }
         self.q = pin.neutral(self.model)
         self.v = np.zeros(self.model.nv)
         self.rotation = _I3  # base orientation in the world (set_state)

@@ -8,7 +8,9 @@ Model files are never given as machine paths: each is a list of candidate *sourc
 - ``{python_package: P, path: R}``: ``R`` relative to the directory of the importable Python package ``P``;
 - ``{site_packages: D, path: R}``: ``D/R`` under any ``site-packages`` directory on ``sys.path``;
 - ``{ament_package: P, path: R}``: ``R`` under the ament share directory of ``P`` (full ROS 2 installs);
-- ``{file: R}``: ``R`` relative to the configuration file's folder.
+- ``{file: R}``: ``R`` relative to the configuration file's folder;
+- ``{generate: mjcf}`` (``model.urdf`` only): no URDF file, one is generated from the MJCF
+  (:mod:`humanoid_control.model.mjcf_to_urdf`) for robots that ship only a MuJoCo model.
 """
 
 from __future__ import annotations
@@ -143,6 +145,10 @@ class WalkingSpec:
         max_forward, max_backward, max_lateral, max_turn: command limits (m/s, m/s, m/s, rad/s); commands
             beyond them are clipped.
         zmp_margin: ZMP kept this far inside the support polygon (m).
+        controller: the walking controller's tuning for this robot (the ``walking.controller`` table):
+            ``(name, value)`` pairs that replace defaults of
+            :class:`~humanoid_control.walking.controller_types.WalkingSettings` (numbers or lists of
+            numbers, in its units); empty: its defaults.
     """
 
     com_height: float = 0.66
@@ -163,11 +169,14 @@ class WalkingSpec:
     max_lateral: float = 0.15
     max_turn: float = 0.6
     zmp_margin: float = 0.015
+    controller: tuple[tuple[str, Any], ...] = ()
 
     def validate(self) -> list[str]:
         """Inconsistencies, one message each (empty when the values are usable)."""
         out = []
         for name, value in vars(self).items():
+            if name == "controller":
+                continue
             if not (isinstance(value, float) and math.isfinite(value) and value > 0.0):
                 out.append(f"{name} must be a finite number > 0: {value!r}")
         if out:
@@ -213,6 +222,8 @@ class RobotConfig:
 
     ``gain_limits`` (``kp``, ``kd`` in configuration order; N m/rad, N m s/rad): the most stiffness and
     damping the driver accepts from a controller; ``None`` when the configuration declares none.
+    ``default_policy``: the learned policy (a name under config/policies) that tools use for this robot when
+    none is given (``humanoid-demo``'s walk); ``""``: none.
     """
 
     name: str
@@ -233,6 +244,7 @@ class RobotConfig:
     wbc: WbcSpec = field(default_factory=WbcSpec)
     walking: WalkingSpec = field(default_factory=WalkingSpec)
     gain_limits: GainProfile | None = None
+    default_policy: str = ""
 
     @property
     def joint_names(self) -> list[str]:
@@ -281,6 +293,11 @@ class RobotConfig:
     def resolve_scene(self) -> Path:
         """Path of the simulator scene (robot + floor + lights)."""
         return resolve_sources(self.scene_sources, self.config_path, "scene")
+
+    @property
+    def urdf_from_mjcf(self) -> bool:
+        """True when the URDF is generated from the MJCF (``model.urdf: [{generate: mjcf}]``)."""
+        return any(src.get("generate") == "mjcf" for src in self.urdf_sources)
 
     def resolve_urdf(self) -> Path:
         """Path of the URDF served on ``/robot_description``."""
@@ -360,6 +377,8 @@ def _candidate_paths(src: dict[str, str], config_path: Path) -> list[Path]:
             return []
     if "file" in src:
         return [config_path.parent / src["file"]]
+    if src.get("generate") == "mjcf":
+        return []  # generated, not a file (RobotConfig.urdf_from_mjcf)
     raise ConfigError(f"model source {src} has none of python_package, site_packages, ament_package, file")
 
 
@@ -511,6 +530,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         wbc=wbc_spec,
         walking=walking,
         gain_limits=gain_limits,
+        default_policy=str(data.get("default_policy") or ""),
     )
     for profile in profiles.values():
         beyond = config.gain_limit_violations(profile.kp, profile.kd)
@@ -527,7 +547,10 @@ def _walking_spec(table: Any, where: str) -> WalkingSpec:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: walking must be a mapping")
     flat: dict[str, Any] = {}
+    controller = _walking_controller(table.get("controller"), where)
     for key, value in table.items():
+        if key == "controller":
+            continue
         if key in ("timing", "step_limits", "velocity_limits"):
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: walking.{key} must be a mapping")
@@ -541,13 +564,37 @@ def _walking_spec(table: Any, where: str) -> WalkingSpec:
     if unknown:
         raise ConfigError(f"{where}: walking has unknown keys {unknown}")
     try:
-        spec = WalkingSpec(**{k: float(v) for k, v in flat.items()})
+        spec = WalkingSpec(**{k: float(v) for k, v in flat.items()}, controller=controller)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: walking is malformed ({exc!r})") from None
     problems = spec.validate()
     if problems:
         raise ConfigError(f"{where}: walking: {'; '.join(problems)}")
     return spec
+
+
+def _walking_controller(table: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    """The ``walking.controller`` table as sorted ``(name, value)`` pairs: each value a boolean, a finite
+    number or a list of numbers (names and types are checked against the controller's settings when it is
+    built: :func:`humanoid_control.walking.controller_types.tuned_settings`)."""
+    if table is None:
+        return ()
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: walking.controller must be a mapping")
+    out: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        if isinstance(value, bool):
+            out.append((str(key), value))
+            continue
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in items
+        ):
+            raise ConfigError(
+                f"{where}: walking.controller.{key} must be a boolean, a number or a list of numbers"
+            )
+        out.append((str(key), tuple(float(v) for v in items) if isinstance(value, list) else value))
+    return tuple(sorted(out))
 
 
 def _noslip(value: Any, path: Path) -> int:

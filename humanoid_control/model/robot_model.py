@@ -13,6 +13,7 @@ Conventions (the most common source of bugs, so stated once here):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -197,6 +198,10 @@ def load_mujoco_model(
 
     path = config.resolve_scene() if scene else config.resolve_mjcf()
     spec = mujoco.MjSpec.from_file(str(path))
+    base_body = spec.body(config.base_body)
+    for joint in base_body.joints if base_body is not None else []:
+        if joint.type == mujoco.mjtJoint.mjJNT_FREE and not joint.name:
+            joint.name = config.base_joint  # an unnamed <freejoint/> (pinocchio names it <body>_free)
     for foot in config.feet.values():
         body = spec.body(foot.body)
         if body is None:
@@ -257,6 +262,34 @@ def load_mujoco_model(
     )
 
 
+def leg_joint_names(config: RobotConfig) -> list[str]:
+    """Configured joints on the kinematic chains from the base body to the feet (configuration order): the
+    joints a locomotion controller must command. Read from the MJCF tree (cached per file and feet)."""
+    feet = tuple(f.body for f in config.feet.values())
+    chain = _chain_joints(str(config.resolve_mjcf()), config.base_body, feet)
+    return [n for n in config.joint_names if n in chain]
+
+
+@functools.lru_cache(maxsize=8)
+def _chain_joints(mjcf: str, base_body: str, feet: tuple[str, ...]) -> frozenset[str]:
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_path(mjcf)
+    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, base_body)
+    names: set[str] = set()
+    for foot in feet:
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, foot)
+        if body < 0:
+            raise ConfigError(f"foot body '{foot}' not in {mjcf}")
+        while body > 0 and body != base:
+            for j in range(model.body_jntnum[body]):
+                names.add(
+                    mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, model.body_jntadr[body] + j) or ""
+                )
+            body = model.body_parentid[body]
+    return frozenset(names)
+
+
 @dataclass
 class PinocchioRobotModel:
     """The pinocchio model of the same MJCF with a free-flyer base and the sole frames added.
@@ -296,6 +329,14 @@ def load_pinocchio_model(config: RobotConfig) -> PinocchioRobotModel:
     model = pin.buildModelFromMJCF(str(path))
     if model.names[1] != config.base_joint or model.joints[1].nq != 7:
         raise ConfigError(f"pinocchio: first joint of {path} is not the free joint '{config.base_joint}'")
+    # A body named like a joint (a "Waist" body moved by a "Waist" joint) gives two frames of one name, which
+    # pinocchio's frame look-ups (buildReducedModel among them) refuse as ambiguous: that body frame becomes
+    # "<name>_body".
+    joint_names = set(model.names)
+    for i, frame in enumerate(model.frames):
+        if frame.type == pin.FrameType.BODY and frame.name in joint_names:
+            frame.name = f"{frame.name}_body"
+            model.frames[i] = frame
     sole_ids = {}
     for side, foot in config.feet.items():
         if not model.existFrame(foot.body):

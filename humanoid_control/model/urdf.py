@@ -10,12 +10,19 @@ The tree's root is REP-105/120's ``base_link``: where the URDF's root link is an
 the configured base body), a link ``base_link`` without inertia is added with a fixed identity joint to it,
 so that the state estimator's ``odom -> base_link`` joins the links' transforms (robot_state_publisher's KDL
 wants a root link without inertia too). The URDF's root link must be the configured base body.
+
+A robot without a URDF (``model.urdf: [{generate: mjcf}]``) gets one generated from its MJCF
+(:mod:`humanoid_control.model.mjcf_to_urdf`); its mesh URIs are ``file://`` paths, or ``package://<name>/...``
+where ``model.urdf_packages`` names a folder holding the mesh (``mesh_uris="package"``).
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
 
+from humanoid_control.model.mjcf_to_urdf import mjcf_to_urdf
 from humanoid_control.model.robot_config import ConfigError, RobotConfig
 
 MESH_URI_MODES = ("file", "package")
@@ -26,11 +33,15 @@ def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
     """URDF text for ``/robot_description`` (see module docstring)."""
     if mesh_uris not in MESH_URI_MODES:
         raise ConfigError(f"mesh_uris must be one of {MESH_URI_MODES}, not '{mesh_uris}'")
-    path = config.resolve_urdf()
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
-        raise ConfigError(f"malformed URDF {path}: {exc}") from None
+    if config.urdf_from_mjcf:
+        path = config.resolve_mjcf()
+        root = ET.fromstring(mjcf_to_urdf(path, _package_uri(config) if mesh_uris == "package" else None))
+    else:
+        path = config.resolve_urdf()
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError as exc:
+            raise ConfigError(f"malformed URDF {path}: {exc}") from None
     joints = {j.name: j for j in config.joints}
     seen = set()
     for joint in root.iter("joint"):
@@ -56,6 +67,24 @@ def robot_description_xml(config: RobotConfig, mesh_uris: str = "file") -> str:
                 package, _, rel = uri[len("package://") :].partition("/")
                 mesh.set("filename", (config.resolve_urdf_package(package) / rel).resolve().as_uri())
     return ET.tostring(root, encoding="unicode")
+
+
+def _package_uri(config: RobotConfig) -> Callable[[Path], str]:
+    """Mesh path -> ``package://<name>/<rel>`` for the first ``urdf_packages`` folder holding it (else file://)."""
+    folders = []
+    for package in config.urdf_packages:
+        try:
+            folders.append((package, config.resolve_urdf_package(package).resolve()))
+        except ConfigError:
+            continue
+
+    def uri(mesh: Path) -> str:
+        for package, folder in folders:
+            if mesh.is_relative_to(folder):
+                return f"package://{package}/{mesh.relative_to(folder).as_posix()}"
+        return mesh.as_uri()
+
+    return uri
 
 
 def _add_base_link(root: ET.Element, base_body: str, path: object) -> None:

@@ -62,7 +62,12 @@ import pinocchio as pin
 
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import PinocchioRobotModel, load_pinocchio_model
-from humanoid_control.walking.controller_types import WalkingSettings, WalkingStatus, WalkMode
+from humanoid_control.walking.controller_types import (
+    WalkingSettings,
+    WalkingStatus,
+    WalkMode,
+    tuned_settings,
+)
 from humanoid_control.walking.footsteps import (
     SIDES,
     Footstep,
@@ -125,7 +130,8 @@ class WalkingController(PushRecoveryMixin):
         if config.walking is None:
             raise ValueError(f"{config.name}: no `walking` section in the robot configuration")
         self.config = config
-        self.settings = s = settings or WalkingSettings()
+        # the robot's tuning (its configuration's walking.controller) over the defaults or the given settings
+        self.settings = s = tuned_settings(settings or WalkingSettings(), config.walking.controller)
         self.pmodel = pmodel or load_pinocchio_model(config)
         wbc = wbc or WbcSettings()
         if wbc.friction is None:

@@ -11,8 +11,10 @@ tune is described in :mod:`humanoid_control.walking.controller` and
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -135,6 +137,33 @@ class WalkingSettings:
     crossing_exit_width: float = 0.3
     crossing_max_travel: float = 0.4
     crossing_exit_reach: float = 0.55
+
+
+def tuned_settings(settings: WalkingSettings, tuning: tuple[tuple[str, Any], ...]) -> WalkingSettings:
+    """``settings`` with a robot's tuning (``walking.controller`` of its configuration: ``(name, value)``
+    pairs) written over it; ``ValueError`` naming an unknown setting or a value of the wrong kind."""
+    if not tuning:
+        return settings
+    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(WalkingSettings)}
+    changes: dict[str, Any] = {}
+    for name, value in tuning:
+        if name not in fields:
+            raise ValueError(f"walking.controller.{name}: no such walking controller setting")
+        current = fields[name]
+        if isinstance(current, bool) or isinstance(value, bool):
+            ok = isinstance(current, bool) and isinstance(value, bool)
+        elif isinstance(current, int):
+            ok = isinstance(value, (int, float)) and float(value).is_integer()
+            value = int(value) if ok else value
+        elif isinstance(current, tuple) or (current is None and isinstance(value, tuple)):
+            ok = isinstance(value, tuple) and (current is None or len(value) == len(current))
+        else:
+            ok = isinstance(value, (int, float)) and not isinstance(value, tuple)
+            value = float(value) if ok else value
+        if not ok:
+            raise ValueError(f"walking.controller.{name}: {value!r} does not fit the setting ({current!r})")
+        changes[name] = value
+    return dataclasses.replace(settings, **changes)
 
 
 @dataclass
