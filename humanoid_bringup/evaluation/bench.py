@@ -26,6 +26,11 @@ the SDK's Python channels, one physics period in the emulator); the key ``mujoco
 MuJoCo, measured in the same call, side by side. (can_mit: no round trip
 key, the actuator emulators run in the driver's process.)
 
+``humanoid-bench link``: the per-tick cost of the hardware links in the driver's process (G1 LowCmd / LowState
+over DDS on loopback, 29 MIT frames each way on virtual CAN) beside the SDK's / python-can's own path on the
+same messages (``link_us_median``, ``link_us_p99``, ``sdk_link_us_median``, ``ratio_vs_sdk``; see
+``humanoid_bringup/evaluation/link_bench.py`` and docs/hardware.md).
+
 ``humanoid-bench wbc [--states N]``: the whole-body controller in one process (one core): G1, full task set
 (CoM from the DCM balance, angular momentum, base and torso orientation, posture; both feet in contact, 4
 corner forces each with friction pyramids; torque and joint limits), over ``N`` (1000) standing states with
@@ -178,7 +183,35 @@ def main(argv: list[str] | None = None) -> int:
         help="simulated seconds of each lockstep graph run (camera on / off); 0: skip those runs",
     )
     per.add_argument("--camera-rate", type=float, default=5.0, help="camera frames per simulated second")
+    from humanoid_bringup.evaluation.console_bench import add_console_arguments
+
+    add_console_arguments(
+        sub.add_parser("console", help="browser console: scene updates/s reaching the page and its CPU")
+    )
+    from humanoid_bringup.evaluation.link_bench import add_link_arguments
+
+    add_link_arguments(
+        sub.add_parser("link", help="per-tick hardware link cost (G1 DDS, MIT CAN) beside the SDK's path")
+    )
+    from humanoid_bringup.scorecard.cli import add_scorecard_arguments
+
+    score = sub.add_parser(
+        "scorecard", help="scorecard trials per second with 1 and 2 Ray workers on the same trial set"
+    )
+    add_scorecard_arguments(score, bench=True)
     args = parser.parse_args(argv)
+    if args.benchmark == "console":
+        from humanoid_bringup.evaluation.console_bench import bench_main as console_main
+
+        return console_main(args)
+    if args.benchmark == "link":
+        from humanoid_bringup.evaluation.link_bench import link_main
+
+        return link_main(args)
+    if args.benchmark == "scorecard":
+        from humanoid_bringup.scorecard.cli import bench_main
+
+        return bench_main(args)
     if args.benchmark == "perception":
         if args.frames < 1:
             parser.error("--frames must be >= 1")

@@ -192,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         "--corner-refinement", default="edges", choices=["subpix", "edges", "contour", "apriltag", "none"]
     )
     perc.add_argument("--noise-seed", type=int, default=0, help="seed of the depth noise")
+    from humanoid_bringup.scorecard.cli import add_scorecard_arguments
+
+    score = sub.add_parser(
+        "scorecard",
+        help="robustness scorecard: controllers x scenario families x levels x seeds, each trial a Ray task "
+        "(in-process, estimator in the loop); docs/scorecard.md",
+    )
+    add_scorecard_arguments(score)
     for graph_evaluation in (loco, est, push, comp, stand, auto, start):
         graph_evaluation.add_argument(
             "--record",
@@ -200,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
             "(launch record:=; replay with humanoid-replay; docs/recording.md)",
         )
     args = parser.parse_args(argv)
+    if args.evaluation == "scorecard":
+        from humanoid_bringup.scorecard.cli import scorecard_main
+
+        return scorecard_main(args)
     if getattr(args, "record", False):
         from humanoid_bringup.evaluation.launched_graph import record_runs
 

@@ -9,6 +9,7 @@ bias (off by default).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mujoco
@@ -63,7 +64,10 @@ class MujocoBackend(RobotBackend):
         friction_patch: FrictionPatch | None = None,
         scene: SceneSpec | None = None,
         initial_pose: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        edit: Callable[[object], None] | None = None,
     ) -> None:
+        """``edit``: called with the ``mujoco.MjSpec`` before it is compiled (world changes: terrain,
+        obstacles, model parameters; see :func:`~humanoid_control.model.robot_model.load_mujoco_model`)."""
         self.config = config
         x0, y0, yaw0 = (float(v) for v in initial_pose)
         if not all(np.isfinite([x0, y0, yaw0])):
@@ -72,7 +76,12 @@ class MujocoBackend(RobotBackend):
         self.friction_patch = friction_patch
         self.scene = scene
         self.mj = load_mujoco_model(
-            config, scene=True, torque_actuators=True, friction_patch=friction_patch, scene_spec=scene
+            config,
+            scene=True,
+            torque_actuators=True,
+            friction_patch=friction_patch,
+            scene_spec=scene,
+            edit=edit,
         )
         self.model = self.mj.model
         self.data = mujoco.MjData(self.model)
