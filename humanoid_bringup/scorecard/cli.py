@@ -55,8 +55,9 @@ def add_scorecard_arguments(p: argparse.ArgumentParser, bench: bool = False) -> 
         nargs="+",
         default=None,
         help="controller names (space or comma separated): policy:holosoma/g1_ppo, policy:<manifest path>, "
-        "mpc_walk, wbc_stand (standing families only), any registered controller. Default: policy:holosoma/"
-        "g1_ppo, policy:holosoma/g1_fastsac, mpc_walk (+ wbc_stand on the standing families without --quick)",
+        "mpc_walk, wbc_stand (standing families only), any registered controller. Default: the robot's "
+        "learned policies (config: policies; the G1: policy:holosoma/g1_ppo, policy:holosoma/g1_fastsac) "
+        "and mpc_walk (+ wbc_stand on the standing families without --quick)",
     )
     p.add_argument(
         "--scenarios",

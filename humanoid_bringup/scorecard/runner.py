@@ -29,17 +29,21 @@ from typing import Any, Protocol
 
 from humanoid_bringup.scorecard.store import TrialStore, spec_dict
 
-DEFAULT_CONTROLLERS: tuple[str, ...] = (
-    "policy:holosoma/g1_ppo",
-    "policy:holosoma/g1_fastsac",
-    "mpc_walk",
-)
+MODEL_BASED_CONTROLLERS: tuple[str, ...] = ("mpc_walk",)  # beside the robot's learned policies by default
 DEFAULT_STANDING_CONTROLLERS: tuple[str, ...] = ("wbc_stand",)  # added on standing families by default
 DEFAULT_SEEDS = 3
 OUTCOMES: tuple[str, ...] = ("survived", "fell", "safe_stop")
 ERROR = "error"
 
 TrialFn = Callable[[Any], dict]
+
+
+def default_controllers(robot: str) -> list[str]:
+    """The scorecard's default columns for ``robot``: the learned policies of its configuration
+    (``policies``: ``policy:holosoma/g1_ppo``, ``policy:holosoma/g1_fastsac`` for the G1) and ``mpc_walk``."""
+    from humanoid_control.model.robot_config import load_robot_config
+
+    return [f"policy:{p}" for p in load_robot_config(robot).policies] + list(MODEL_BASED_CONTROLLERS)
 
 
 class Catalog(Protocol):
@@ -92,7 +96,7 @@ class PlanRequest:
 
     Attributes:
         controllers: controller names (``policy:holosoma/g1_ppo``, ``policy:<manifest path>``, ``mpc_walk``,
-            ``wbc_stand``, any registered controller); None: :data:`DEFAULT_CONTROLLERS`, plus ``wbc_stand``
+            ``wbc_stand``, any registered controller); None: :func:`default_controllers`, plus ``wbc_stand``
             on the standing families unless ``quick``.
         scenarios: family names, each optionally ``family:level`` (that level only); None: every family.
         seeds: seeds per (controller, family, level): 0 .. seeds-1; None: 1 with ``quick``, else
@@ -155,7 +159,7 @@ def plan_trials(request: PlanRequest, catalog: Catalog | None = None) -> Plan:
             chosen = list(fam.levels)
         levels[name] += [lv for lv in chosen if lv not in levels[name]]
     explicit = request.controllers is not None
-    controllers = list(request.controllers) if explicit else list(DEFAULT_CONTROLLERS)
+    controllers = list(request.controllers) if explicit else default_controllers(request.robot)
     if not explicit and not request.quick and any(f.standing_only for f in families.values()):
         controllers += list(DEFAULT_STANDING_CONTROLLERS)
     if not controllers:

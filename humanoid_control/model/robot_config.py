@@ -223,7 +223,8 @@ class RobotConfig:
     ``gain_limits`` (``kp``, ``kd`` in configuration order; N m/rad, N m s/rad): the most stiffness and
     damping the driver accepts from a controller; ``None`` when the configuration declares none.
     ``default_policy``: the learned policy (a name under config/policies) that tools use for this robot when
-    none is given (``humanoid-demo``'s walk); ``""``: none.
+    none is given (``humanoid-demo``'s walk); ``""``: none. ``policies``: the learned policies made for this
+    robot (the scorecard's default columns; default: ``default_policy``).
     """
 
     name: str
@@ -245,6 +246,7 @@ class RobotConfig:
     walking: WalkingSpec = field(default_factory=WalkingSpec)
     gain_limits: GainProfile | None = None
     default_policy: str = ""
+    policies: tuple[str, ...] = ()
 
     @property
     def joint_names(self) -> list[str]:
@@ -531,6 +533,7 @@ def load_robot_config(robot: str = "g1") -> RobotConfig:
         walking=walking,
         gain_limits=gain_limits,
         default_policy=str(data.get("default_policy") or ""),
+        policies=tuple(str(p) for p in data.get("policies") or [data.get("default_policy")] if p),
     )
     for profile in profiles.values():
         beyond = config.gain_limit_violations(profile.kp, profile.kd)
