@@ -78,6 +78,11 @@ the ``markers`` scene's box:
   ROS graph (driver, policy runner walking in place, estimator; with ``perception:=true`` also the camera node
   rendering RGB and depth at ``--camera-rate`` Hz, 424x240, and the perception node), over ``--rtf-seconds``
   (``humanoid_bringup/evaluation/camera_rtf.py``; details under ``camera_rtf``).
+
+``--robot NAME`` (``wbc``, ``mpc``, ``policy``, ``estimator``, ``perception``, ``driver``; default ``g1``):
+the robot configuration (``config/robots/NAME.yaml``) loaded in process and launched (``robot:=``); the JSON's
+``robot`` key. A policy left out is the benchmark's G1 default where it is one of the robot's ``policies``,
+else the robot's ``default_policy``; ``perception`` refuses a robot without a ``camera:`` section (exit 2).
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ import sys
 from humanoid_bringup.evaluation.driver_bench import bench_driver, bench_driver_hardware
 from humanoid_bringup.evaluation.estimator_bench import bench_estimator
 from humanoid_bringup.evaluation.perception_bench import bench_perception
-from humanoid_bringup.evaluation.policy_bench import bench_policy
+from humanoid_bringup.evaluation.policy_bench import bench_policy, bench_policy_name
 from humanoid_bringup.evaluation.wbc_bench import bench_wbc
 
 
@@ -155,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         help="backend; unitree_g1 / can_mit through their emulators, with the mujoco figures beside them",
     )
     pol = sub.add_parser("policy", help="policy step / inference latency and observation-to-command latency")
-    pol.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
+    pol.add_argument(
+        "--policy",
+        default="",
+        help="policy name or manifest/ONNX path (default: holosoma/g1_ppo where it is one of the robot's "
+        "policies, else the robot's default_policy)",
+    )
     pol.add_argument("--steps", type=int, default=2000, help="in-process policy steps timed")
     pol.add_argument("--seconds", type=float, default=10.0, help="simulated seconds of the ROS graph run")
     wbc = sub.add_parser("wbc", help="whole-body controller QP tick time (and TSID's, if installed)")
@@ -199,6 +209,16 @@ def main(argv: list[str] | None = None) -> int:
         "scorecard", help="scorecard trials per second with 1 and 2 Ray workers on the same trial set"
     )
     add_scorecard_arguments(score, bench=True)
+    for robot_bench in (drv, pol, wbc, mpc, est, per):
+        robot_bench.add_argument(
+            "--robot", default="g1", help="robot configuration: config/robots/<robot>.yaml (default g1)"
+        )
+    est.add_argument(
+        "--policy",
+        default="",
+        help="walking policy (default: holosoma/g1_fastsac where it is one of the robot's policies, else "
+        "the robot's default_policy)",
+    )
     args = parser.parse_args(argv)
     if args.benchmark == "console":
         from humanoid_bringup.evaluation.console_bench import bench_main as console_main
@@ -212,35 +232,55 @@ def main(argv: list[str] | None = None) -> int:
         from humanoid_bringup.scorecard.cli import bench_main
 
         return bench_main(args)
+    from humanoid_control.model.robot_config import ConfigError, load_robot_config
+
+    try:  # fail fast, with the reason: an unknown robot, a robot without a camera for perception
+        config = load_robot_config(args.robot)
+        if args.benchmark == "perception":
+            from humanoid_perception.camera import load_camera_spec
+
+            load_camera_spec(config)
+    except (ConfigError, ValueError) as exc:
+        print(f"humanoid-bench: error: {exc}", file=sys.stderr)
+        return 2
     if args.benchmark == "perception":
         if args.frames < 1:
             parser.error("--frames must be >= 1")
         if args.rtf_seconds < 0:
             parser.error("--rtf-seconds must be >= 0")
-        result = bench_perception(args.frames)
+        result = bench_perception(args.frames, args.robot)
         if args.rtf_seconds > 0:
             from humanoid_bringup.evaluation.camera_rtf import camera_rtf
 
-            result.update(camera_rtf(seconds=args.rtf_seconds, rate_hz=args.camera_rate))
+            policy = bench_policy_name("", config)
+            result.update(
+                camera_rtf(
+                    seconds=args.rtf_seconds, rate_hz=args.camera_rate, policy=policy, robot=args.robot
+                )
+            )
         print(json.dumps(result))
         return 0
     if args.benchmark == "estimator":
-        result = bench_estimator(args.seconds, args.seed)
+        result = bench_estimator(args.seconds, args.seed, args.robot, args.policy)
     elif args.benchmark == "mpc":
         from humanoid_bringup.evaluation.mpc_bench import bench_mpc
 
-        result = bench_mpc(args.plan, args.rate, args.repeats, args.block, args.placo_python, args.cpu)
+        result = bench_mpc(
+            args.plan, args.rate, args.repeats, args.block, args.placo_python, args.cpu, robot=args.robot
+        )
     elif args.benchmark == "wbc":
-        result = bench_wbc(args.states, args.seed, args.walking_seconds)
+        result = bench_wbc(args.states, args.seed, args.walking_seconds, args.robot)
     elif args.benchmark == "driver":
         if args.record and (args.hardware != "mujoco" or args.lockstep):
             parser.error("--record applies to the realtime scenarios (not with --lockstep or --hardware)")
         if args.hardware != "mujoco":
             seconds = 30.0 if args.seconds is None else args.seconds
-            result = bench_driver_hardware(args.hardware, seconds, args.rate, args.lockstep_seconds)
+            result = bench_driver_hardware(
+                args.hardware, seconds, args.rate, args.lockstep_seconds, args.robot
+            )
         elif args.lockstep:
             seconds = 30.0 if args.seconds is None else args.seconds
-            result = bench_driver(seconds, args.rate, args.lockstep_seconds)
+            result = bench_driver(seconds, args.rate, args.lockstep_seconds, args.robot)
         else:
             from humanoid_bringup.evaluation.rt_bench import bench_driver_scenarios
 
@@ -258,11 +298,12 @@ def main(argv: list[str] | None = None) -> int:
                     callbacks_in_slack=args.callbacks_in_slack == "true",
                     publish_rate_hz=args.publish_rate_hz,
                     record=args.record,
+                    robot=args.robot,
                 )
             except ValueError as exc:
                 parser.error(str(exc))
     else:
-        result = bench_policy(args.policy, args.steps, args.seconds)
+        result = bench_policy(args.policy, args.steps, args.seconds, args.robot)
     print(json.dumps(result))
     return 0
 

@@ -80,12 +80,15 @@ def camera_rtf(
     height: int = 240,
     out_dir: Path | None = None,
     policy: str = "holosoma/g1_ppo",
+    robot: str = "g1",
 ) -> dict[str, Any]:
-    """``lockstep_rtf_camera_off`` and ``lockstep_rtf_camera_on`` (simulated s per wall s) and details."""
+    """``lockstep_rtf_camera_off`` and ``lockstep_rtf_camera_on`` (simulated s per wall s) and details;
+    ``robot``: launched with ``robot:=`` (``policy`` must fit it)."""
     out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="humanoid_bench_camera_"))
     out_dir.mkdir(parents=True, exist_ok=True)
     isolated_ros_env(out_dir / "ros_logs")
     base = {
+        "robot": robot,
         "controller": "policy",
         "policy": policy,
         "estimator": "true",

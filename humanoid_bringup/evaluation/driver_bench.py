@@ -71,10 +71,10 @@ def _run_graph_for(arguments: dict[str, str], log_dir: Path, wall_s: float) -> d
 
 
 def bench_driver_hardware(
-    hardware: str, seconds: float, rate: float, lockstep_seconds: float
+    hardware: str, seconds: float, rate: float, lockstep_seconds: float, robot: str = "g1"
 ) -> dict[str, Any]:
     """The driver on a hardware backend through its protocol emulator (see module docstring), beside the same
-    figures on MuJoCo (``mujoco`` key)."""
+    figures on MuJoCo (``mujoco`` key). ``robot``: launched with ``robot:=``."""
     import os
 
     from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
@@ -89,9 +89,14 @@ def bench_driver_hardware(
     def measure(backend: str) -> dict[str, Any]:
         """Realtime for ``seconds`` of wall time, then the driver alone in lockstep, on one backend."""
         extra = (
-            {}
+            {"robot": robot}
             if backend == "mujoco"
-            else {"hardware": backend, "emulator": "true", "dds_domain": str(100 + os.getpid() % 100)}
+            else {
+                "robot": robot,
+                "hardware": backend,
+                "emulator": "true",
+                "dds_domain": str(100 + os.getpid() % 100),
+            }
         )
         sub = log_dir / backend
         sub.mkdir()
@@ -130,7 +135,7 @@ def bench_driver_hardware(
 
     result: dict[str, Any] = {
         "benchmark": "driver",
-        "robot": "g1",
+        "robot": robot,
         "emulator": True,
         "target_rate_hz": rate,
         "duration_s": seconds,
@@ -142,20 +147,28 @@ def bench_driver_hardware(
     return result
 
 
-def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[str, Any]:
-    """Realtime and lockstep figures of the robot driver (see module docstring)."""
+def bench_driver(seconds: float, rate: float, lockstep_seconds: float, robot: str = "g1") -> dict[str, Any]:
+    """Realtime and lockstep figures of the robot driver (see module docstring); ``robot``: launched with
+    ``robot:=``."""
     from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
 
     log_dir = Path(tempfile.mkdtemp(prefix="humanoid_bench_"))
     isolated_ros_env(log_dir)
     # realtime: the driver holds the robot (boot ramp + hold), nothing else running
     rt = _run_graph(
-        {"clock": "realtime", "controller": "none", "rate_hz": f"{rate}", "sim_duration_s": f"{seconds}"},
+        {
+            "robot": robot,
+            "clock": "realtime",
+            "controller": "none",
+            "rate_hz": f"{rate}",
+            "sim_duration_s": f"{seconds}",
+        },
         log_dir,
         timeout=seconds * 3 + 60,
     )
     ls = _run_graph(
         {
+            "robot": robot,
             "clock": "lockstep",
             "controller": "joint_hold",
             "rate_hz": f"{rate}",
@@ -166,6 +179,7 @@ def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[s
     )
     alone = _run_graph(
         {
+            "robot": robot,
             "clock": "lockstep",
             "controller": "none",
             "rate_hz": f"{rate}",
@@ -176,7 +190,7 @@ def bench_driver(seconds: float, rate: float, lockstep_seconds: float) -> dict[s
     )
     return {
         "benchmark": "driver",
-        "robot": "g1",
+        "robot": robot,
         "hardware": "mujoco",
         "target_rate_hz": rate,
         "duration_s": seconds,

@@ -10,14 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 
-def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
+def bench_estimator(seconds: float, seed: int, robot: str = "g1", policy: str = "") -> dict[str, Any]:
     """Estimator update time per tick (IMU propagation + leg kinematics, contacts, slip + estimate), in
-    process, over a recorded walk of the G1 (holosoma fastsac, MEMS IMU noise, in-process MuJoCo)."""
+    process, over a recorded walk of the G1 (holosoma fastsac, MEMS IMU noise, in-process MuJoCo).
+    ``robot``: the configuration (``config/robots/<robot>.yaml``); ``policy``: the walking policy, "" for
+    holosoma fastsac on the G1, else the robot's ``default_policy``
+    (:func:`.policy_bench.bench_policy_name`)."""
     import time
 
     import numpy as np
 
     from humanoid_bringup.evaluation.estimator_eval import ESTIMATOR_SCRIPT
+    from humanoid_bringup.evaluation.policy_bench import bench_policy_name
     from humanoid_control.estimation.ekf import EstimatorNoise
     from humanoid_control.estimation.estimator import StateEstimator
     from humanoid_control.hardware.mujoco_sim import ImuNoise
@@ -25,7 +29,8 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
     from humanoid_policy.inprocess import run_in_process
     from humanoid_policy.manifest import load_policy
 
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
+    policy = bench_policy_name(policy, config, "holosoma/g1_fastsac")
     script, left = [], seconds
     for name, duration, cmd in ESTIMATOR_SCRIPT:  # the evaluation's script, cut to ``seconds``
         if left <= 0:
@@ -41,9 +46,7 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
         accel_bias_walk=1e-3,
         seed=seed,
     )
-    log = run_in_process(
-        load_policy("holosoma/g1_fastsac", config), config, script, imu_noise=noise, record_sensors=True
-    )
+    log = run_in_process(load_policy(policy, config), config, script, imu_noise=noise, record_sensors=True)
     est = StateEstimator(config, EstimatorNoise(ground_height=0.01))
     n = len(log.t)
     predict_us, correct_us, tick_us = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -62,6 +65,8 @@ def bench_estimator(seconds: float, seed: int) -> dict[str, Any]:
     tick_us, predict_us, correct_us = tick_us[1:], predict_us[1:], correct_us[1:]
     return {
         "benchmark": "estimator",
+        "robot": robot,
+        "policy": policy,
         "ticks": int(tick_us.size),
         "update_us_median": float(np.median(tick_us)),
         "update_us_p99": float(np.percentile(tick_us, 99)),

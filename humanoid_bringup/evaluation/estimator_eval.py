@@ -291,7 +291,7 @@ def _slip_ticks(diag: dict[str, str]) -> list[int]:
 
 def run_estimator_eval(
     out_dir: Any,
-    policy: str = "holosoma/g1_fastsac",
+    policy: str = "",
     imu_noise: str = "mems",
     flat_ground_std: float = 0.01,
     script: list[tuple[str, float, tuple[float, float, float]]] | None = None,
@@ -299,8 +299,13 @@ def run_estimator_eval(
     friction_patch: str | None = DEFAULT_PATCH,
     log: Any = print,
     patch_script: list[tuple[str, float, tuple[float, float, float]]] | None = None,
+    robot: str = "g1",
 ) -> dict[str, Any]:
     """The estimator evaluation (module docstring): standing, walking, and walking over a slippery patch.
+
+    ``robot``: the configuration (``config/robots/<robot>.yaml``), launched with ``robot:=``; ``policy``: the
+    walking policy, "" for holosoma fastsac on the G1, else the robot's ``default_policy``
+    (:func:`.policy_bench.bench_policy_name`).
 
     Run 1 stands ``stand_s`` s, then walks ``script``; run 2 (if ``friction_patch``) walks ``patch_script``
     (default: ``script``) with a low-friction patch ``"x_min,x_max,y_min,y_max,friction"`` on the floor.
@@ -308,20 +313,23 @@ def run_estimator_eval(
     """
     from pathlib import Path
 
+    from humanoid_bringup.evaluation.policy_bench import bench_policy_name
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.model.robot_model import FrictionPatch
 
     script = script or ESTIMATOR_SCRIPT
     walk_s = sum(d for _, d, _ in script)
     out_dir = Path(out_dir)
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
+    policy = bench_policy_name(policy, config, "holosoma/g1_fastsac")
     weight = body_weight(config)
-    common = {"imu_noise": imu_noise, "estimator_flat_ground_std": f"{flat_ground_std}"}
+    common = {"robot": robot, "imu_noise": imu_noise, "estimator_flat_ground_std": f"{flat_ground_std}"}
     full = [("stand_long", stand_s, (0.0, 0.0, 0.0)), *script] if stand_s > 0 else list(script)
     log(f"estimator evaluation: {stand_s:.0f} s standing, then {walk_s:.0f} s walking (lockstep graph)")
     run = run_graph(out_dir / "walk", full, policy, common)
     result: dict[str, Any] = {
         "evaluation": "estimator",
+        "robot": robot,
         "policy": policy,
         "imu_noise": imu_noise,
         "flat_ground_std": flat_ground_std,

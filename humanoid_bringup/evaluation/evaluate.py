@@ -87,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         help="60 s standing, 60 s walking with a noisy IMU, then walking over a low-friction patch; "
         "/odom and contacts vs ground truth",
     )
-    est.add_argument("--policy", default="holosoma/g1_fastsac")
+    est.add_argument("--robot", default="g1")
+    est.add_argument(
+        "--policy",
+        default="",
+        help="walking policy (default: holosoma/g1_fastsac where it is one of the robot's policies, else "
+        "the robot's default_policy)",
+    )
     est.add_argument("--imu-noise", default="mems", choices=["none", "mems"])
     est.add_argument("--out", default="results/eval")
     est.add_argument("--flat-ground-std", type=float, default=0.01, help="flat-ground prior (m); 0 = off")
@@ -318,18 +324,24 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.evaluation == "estimator":
         from humanoid_bringup.evaluation.estimator_eval import DEFAULT_PATCH, run_estimator_eval
+        from humanoid_bringup.evaluation.policy_bench import bench_policy_name
         from humanoid_control.model.robot_model import FrictionPatch
+        from humanoid_policy.manifest import ManifestError, load_policy
 
         patch = DEFAULT_PATCH if args.friction_patch is None else args.friction_patch
         try:
             if FrictionPatch.parse(patch) is None:
                 patch = None
-        except ConfigError as exc:
+            config = load_robot_config(args.robot)  # fail fast, with the reason
+            policy = bench_policy_name(args.policy, config, "holosoma/g1_fastsac")
+            load_policy(policy, config)
+        except (ConfigError, ManifestError, ValueError) as exc:
             print(f"humanoid-eval: error: {exc}", file=sys.stderr)
             return 2
         res = run_estimator_eval(
             Path(args.out) / "estimator",
-            policy=args.policy,
+            policy=policy,
+            robot=args.robot,
             imu_noise=args.imu_noise,
             flat_ground_std=args.flat_ground_std,
             stand_s=args.stand,

@@ -1,8 +1,9 @@
 """``humanoid-bench mpc``: the pattern generator's re-solve time on a recorded footstep plan, and PlaCo's.
 
 The plan (``config/bench/mpc_walk_plan.json``, recorded from :class:`FootstepPlanner` by
-:func:`record_walk_plan`): the G1 starting from its nominal stance, 8 steps straight at 0.4 m/s, then 8 steps
-at 0.4 m/s turning at 0.3 rad/s (single support 0.4 s, double support 0.1 s, 0.4 s of weight transfer at the
+:func:`record_walk_plan`): the G1 (``--robot``: another robot gets the same segments planned for it at the
+start, :func:`robot_walk_plan`) starting from its nominal stance, 8 steps straight at 0.4 m/s, then 8 steps at
+0.4 m/s turning at 0.3 rad/s (single support 0.4 s, double support 0.1 s, 0.4 s of weight transfer at the
 start and the end; 8.7 s in all). Stored rather than re-planned so that the figures stay comparable when the
 planner changes; :func:`load_walk_plan` refuses a malformed or infeasible file.
 
@@ -93,6 +94,18 @@ def find_walk_plan() -> Path:
         if path.is_file():
             return path
     raise FileNotFoundError(f"{PLAN_NAME} not found under the configuration folders")
+
+
+def robot_walk_plan(config: RobotConfig) -> Path:
+    """The stored plan (:func:`find_walk_plan`) if it was recorded for ``config``'s robot; otherwise
+    :data:`PLAN_SEGMENTS` planned for this robot now (:func:`record_walk_plan`), written to a temporary
+    file."""
+    path = find_walk_plan()
+    if json.loads(path.read_text()).get("robot") == config.name:
+        return path
+    out = Path(tempfile.mkdtemp(prefix="humanoid_bench_mpc_plan_")) / f"mpc_walk_plan_{config.name}.json"
+    out.write_text(json.dumps(record_walk_plan(config), indent=1) + "\n")
+    return out
 
 
 def _pose(value: Any, what: str) -> Pose2D:
@@ -310,14 +323,18 @@ def bench_mpc(
     block: int = 25,
     placo_python: Path | str | None = None,
     cpu: int | None = None,
+    robot: str = "g1",
 ) -> dict[str, Any]:
     """Re-solve time of our pattern generator and PlaCo's on the recorded plan (module docstring).
+
+    ``robot``: the configuration (``config/robots/<robot>.yaml``). Without ``plan_path``, the stored plan
+    when it was recorded for this robot, else the same segments planned for it now (:func:`robot_walk_plan`).
 
     ``placo_python``: PlaCo's interpreter (default :func:`find_placo_python`; a missing file gives null
     PlaCo keys with the reason). ``cpu``: a core to pin both to (default: none; each is single-threaded,
     one core's work, and on a machine shared with other work a pinned process cannot move off a busy core)."""
-    config = load_robot_config("g1")
-    path = Path(plan_path) if plan_path is not None else find_walk_plan()
+    config = load_robot_config(robot)
+    path = Path(plan_path) if plan_path is not None else robot_walk_plan(config)
     plan = load_walk_plan(path, config)
     if not (rate > 0.0 and math.isfinite(rate)) or repeats < 1 or block < 1:
         raise ValueError("rate must be > 0, repeats and block >= 1")
@@ -455,10 +472,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="record the footstep plan of humanoid-bench mpc")
     parser.add_argument("--record", required=True, help="where to write the plan (JSON)")
+    parser.add_argument("--robot", default="g1", help="robot configuration (config/robots/<robot>.yaml)")
     args = parser.parse_args(argv)
     import re
 
-    data = record_walk_plan(load_robot_config("g1"))
+    data = record_walk_plan(load_robot_config(args.robot))
     text = json.dumps(data, indent=1)
     # one line per innermost list and per step
     text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)

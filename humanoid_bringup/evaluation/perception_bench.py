@@ -1,9 +1,10 @@
 """``humanoid-bench perception``: render, marker detection and height-map times of the perception cores (ms).
 
-In one process: the G1 standing with four markers on the floor ahead (``perception_eval.SHOWCASE``) and the
-``markers`` scene's box, the head camera rendered offscreen (``MUJOCO_GL``) at 640x480 and 424x240; wall and
-CPU time per step. The keys are described in :mod:`humanoid_bringup.evaluation.bench` (the ``humanoid-bench``
-help); the camera on/off real-time factor of the graph is :mod:`humanoid_bringup.evaluation.camera_rtf`.
+In one process: the robot (``--robot``, default the G1; it needs a ``camera:`` section) standing with four
+markers on the floor ahead (``perception_eval.SHOWCASE``) and the ``markers`` scene's box, the head camera
+rendered offscreen (``MUJOCO_GL``) at 640x480 and 424x240; wall and CPU time per step. The keys are
+described in :mod:`humanoid_bringup.evaluation.bench` (the ``humanoid-bench`` help); the camera on/off
+real-time factor of the graph is :mod:`humanoid_bringup.evaluation.camera_rtf`.
 """
 
 from __future__ import annotations
@@ -13,22 +14,25 @@ import time
 from typing import Any
 
 
-def bench_perception(frames: int) -> dict[str, Any]:
-    """Render, detection and height-map times per frame (ms; see the module docstring)."""
+def bench_perception(frames: int, robot: str = "g1") -> dict[str, Any]:
+    """Render, detection and height-map times per frame (ms; see the module docstring). ``robot``: the
+    configuration (``config/robots/<robot>.yaml``); one without a ``camera:`` section raises
+    :class:`~humanoid_perception.errors.CameraConfigError` (a ``ValueError`` naming the robot)."""
     import mujoco
     import numpy as np
 
     from humanoid_bringup.evaluation.perception_eval import SHOWCASE, standing_data
     from humanoid_control.hardware.scene import MarkerSpec, SceneSpec, load_scene
     from humanoid_control.model.robot_config import load_robot_config
-    from humanoid_perception.camera import SimCamera, load_camera_model
+    from humanoid_perception.camera import SimCamera, load_camera_model, load_camera_spec
     from humanoid_perception.heightmap import build_heightmap, depth_to_points, transform_points
     from humanoid_perception.markers import MarkerDetector, MarkerDetectorConfig
 
     def stats(ms: list[float]) -> dict[str, float]:
         return {"median": round(float(np.median(ms)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
 
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
+    load_camera_spec(config)  # a robot without a camera: refused here, by name, before any rendering
     base = load_scene("markers")
     extra = tuple(
         MarkerSpec("DICT_APRILTAG_36h11", 10 + i, 0.25, (x, y, 0.0), (0.0, 0.0, np.radians(yaw)))
@@ -40,6 +44,7 @@ def bench_perception(frames: int) -> dict[str, Any]:
     detector = MarkerDetector()
     corner_search = MarkerDetector(MarkerDetectorConfig(corner_refinement="subpix"))
     result: dict[str, Any] = {
+        "robot": robot,
         "frames": frames,
         "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
         "markers_in_view": 0,

@@ -12,11 +12,33 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from humanoid_control.model.robot_config import RobotConfig
+
+#: the policy ``humanoid-bench policy`` / ``driver`` run on a robot it was made for (else its default_policy)
+BENCH_POLICY = "holosoma/g1_ppo"
 
 
-def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
-    """In-process step timing and cross-process observation-to-command latency (see module docstring)."""
+def bench_policy_name(policy: str, config: RobotConfig, preferred: str = BENCH_POLICY) -> str:
+    """The policy a benchmark or evaluation runs on ``config``'s robot: ``policy`` when given (non-empty);
+    else ``preferred`` (the tool's own default) when it is one of the robot's policies
+    (``RobotConfig.policies``), else the robot's ``default_policy``. Raises ``ValueError`` naming the robot
+    when it has none."""
+    if policy:
+        return policy
+    if preferred in config.policies:
+        return preferred
+    if not config.default_policy:
+        raise ValueError(f"robot {config.name!r} has no default_policy: give --policy")
+    return config.default_policy
+
+
+def bench_policy(policy: str, steps: int, seconds: float, robot: str = "g1") -> dict[str, Any]:
+    """In-process step timing and cross-process observation-to-command latency (see module docstring).
+    ``policy``: a name or path, or "" for the robot's (:func:`bench_policy_name`); ``robot``: the
+    configuration (``config/robots/<robot>.yaml``), launched with ``robot:=``."""
     import threading
 
     import numpy as np
@@ -30,11 +52,12 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
     from humanoid_policy.manifest import load_policy
     from humanoid_policy.policy_core import PolicyCore
 
-    robot = load_robot_config("g1")
-    manifest = load_policy(policy, robot)
+    config = load_robot_config(robot)
+    policy = bench_policy_name(policy, config)
+    manifest = load_policy(policy, config)
     # states recorded while walking (same cores, in process), then timed step by step
-    log = run_in_process(manifest, robot, [("walk", 4.0, (0.5, 0.0, 0.3))])
-    core = PolicyCore(manifest, robot, threads=1)
+    log = run_in_process(manifest, config, [("walk", 4.0, (0.5, 0.0, 0.3))])
+    core = PolicyCore(manifest, config, threads=1)
     n_states = len(log.step_q)
     infer_us, step_us = [], []
     for k in range(steps):
@@ -71,6 +94,7 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
     probe.node.create_subscription(JointState, "/joint_commands", on_command, qos)
     graph = LaunchedGraph(
         {
+            "robot": robot,
             "controller": "policy",
             "policy": policy,
             "clock": "lockstep",
@@ -95,6 +119,7 @@ def bench_policy(policy: str, steps: int, seconds: float) -> dict[str, Any]:
 
     return {
         "benchmark": "policy",
+        "robot": robot,
         "policy": manifest.name,
         "onnx": manifest.onnx_path.name,
         "obs_size": manifest.obs_size,

@@ -108,11 +108,13 @@ def baseline_loop(
     gc_in_slack: bool = True,
     spin_margin_s: float = 100e-6,
     physics_thread: bool = True,
+    robot: str = "g1",
 ) -> dict[str, Any]:
     """A bare deadline loop, no ROS: per tick the driver's work (MuJoCo read/step, driver core) and the
     controller's core for ``work`` (hold | joint_hold | policy | wbc: estimator core + QP); returns its loop
     statistics. ``physics_thread``: the physics steps on the backend's thread from the command write to the
-    next read, as in the driver's realtime loop (its ``physics_thread`` parameter, default true)."""
+    next read, as in the driver's realtime loop (its ``physics_thread`` parameter, default true). ``robot``:
+    the configuration (``config/robots/<robot>.yaml``); the policy work runs :func:`.bench_policy_name`'s."""
     import numpy as np
 
     from humanoid_control.controllers.host import ControllerHost
@@ -130,7 +132,7 @@ def baseline_loop(
     from humanoid_control.loop.stats import LoopStats
     from humanoid_control.model.robot_config import load_robot_config
 
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
     if physics > 0:
         config = dataclasses.replace(
             config, simulation=dataclasses.replace(config.simulation, timestep=physics)
@@ -150,11 +152,12 @@ def baseline_loop(
             )
 
     elif work == "policy":
+        from humanoid_bringup.evaluation.policy_bench import bench_policy_name
         from humanoid_policy.manifest import load_policy
         from humanoid_policy.policy_core import PolicyCore
         from humanoid_policy.runner import ImuSample, PolicyRunner
 
-        manifest = load_policy("holosoma/g1_ppo", config)
+        manifest = load_policy(bench_policy_name("", config), config)
         pcore = PolicyCore(manifest, config, threads=1)
         runner = PolicyRunner(pcore)
         core.set_command_gains(pcore.kp, pcore.kd, name="policy")
@@ -263,9 +266,14 @@ def baseline_loop(
 
 
 def _run_baseline(
-    spec: dict[str, Any], seconds: float, priorities: tuple[int, int], physics_thread: bool = True
+    spec: dict[str, Any],
+    seconds: float,
+    priorities: tuple[int, int],
+    physics_thread: bool = True,
+    robot: str = "g1",
 ) -> dict[str, Any]:
     args = {
+        "robot": robot,
         "physics_thread": physics_thread,
         "work": spec["work"],
         "rate": spec["rate"],
@@ -373,14 +381,19 @@ def run_scenario(
     callbacks_in_slack: bool = True,
     publish_rate_hz: float = 0.0,
     record: bool = False,
+    robot: str = "g1",
 ) -> dict[str, Any]:
     """One scenario: the ROS run (the driver's ``thread_priority``, ``process_priority`` and
     ``physics_thread`` as given; ``record``: recorded, module docstring), then its bare-loop baseline with the
-    priorities the driver was granted and the same ``physics_thread``."""
+    priorities the driver was granted and the same ``physics_thread``. ``robot``: launched with ``robot:=``
+    (the policy scenario with :func:`.bench_policy_name`'s policy), the baseline on the same robot."""
     from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
+    from humanoid_bringup.evaluation.policy_bench import bench_policy_name
+    from humanoid_control.model.robot_config import load_robot_config
 
     spec = SCENARIOS[name]
     args = {
+        "robot": robot,
         "clock": "realtime",
         "controller": spec["controller"],
         "in_loop": "true" if spec["in_loop"] else "false",
@@ -393,6 +406,8 @@ def run_scenario(
         "callbacks_in_slack": "true" if callbacks_in_slack else "false",
         "publish_rate_hz": f"{publish_rate_hz}",
     }
+    if spec["controller"] == "policy":
+        args["policy"] = bench_policy_name("", load_robot_config(robot))
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
     bag = log_dir / f"bag_{name}"
@@ -420,7 +435,7 @@ def run_scenario(
     out["in_loop_controller"] = diag.get("in_loop_controller")
     out["target_rate_hz"] = spec["rate"]
     priorities = (int(out.get("rt_thread_priority", 0)), int(out.get("rt_process_priority", 0)))
-    out.update(_run_baseline(spec, seconds, priorities, physics_thread))
+    out.update(_run_baseline(spec, seconds, priorities, physics_thread, robot))
     out["physics_thread"] = physics_thread
     out["callbacks_in_slack"] = callbacks_in_slack
     out["publish_rate_hz"] = publish_rate_hz
@@ -459,8 +474,10 @@ def bench_driver_scenarios(
     callbacks_in_slack: bool = True,
     publish_rate_hz: float = 0.0,
     record: bool = False,
+    robot: str = "g1",
 ) -> dict[str, Any]:
-    """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``."""
+    """Every scenario in turn (see module docstring); the JSON object of ``humanoid-bench driver``.
+    ``robot``: the configuration every run uses (``config/robots/<robot>.yaml``)."""
     from humanoid_bringup.evaluation.launched_graph import isolated_ros_env
 
     unknown = [s for s in scenarios if s not in SCENARIOS]
@@ -480,12 +497,13 @@ def bench_driver_scenarios(
             callbacks_in_slack,
             publish_rate_hz,
             record,
+            robot,
         )
         for name in scenarios
     }
     return {
         "benchmark": "driver",
-        "robot": "g1",
+        "robot": robot,
         "hardware": "mujoco",
         "seconds": seconds,
         "thread_priority": thread_priority,

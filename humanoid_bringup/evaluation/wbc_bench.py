@@ -1,10 +1,10 @@
 """``humanoid-bench wbc``: the whole-body controller's QP tick time, beside TSID's where it is installed.
 
-The G1 with the full task set, in one process (one core), over perturbed standing states
-(:func:`_wbc_states`), over a recorded closed-loop standing trajectory with a push (:func:`_wbc_trajectory`)
-and over recorded walking at :data:`WALK_SPEED` (:func:`_walking_trajectory`, replayed by
-:func:`_time_walking`); :class:`_TsidTicker` is the equivalent TSID formulation. Times in us; the keys are
-described in :mod:`humanoid_bringup.evaluation.bench` (the ``humanoid-bench`` help).
+The robot (``--robot``, default the G1) with the full task set, in one process (one core), over perturbed
+standing states (:func:`_wbc_states`), over a recorded closed-loop standing trajectory with a push
+(:func:`_wbc_trajectory`) and over recorded walking at :data:`WALK_SPEED` (:func:`_walking_trajectory`,
+replayed by :func:`_time_walking`); :class:`_TsidTicker` is the equivalent TSID formulation. Times in us; the
+keys are described in :mod:`humanoid_bringup.evaluation.bench` (the ``humanoid-bench`` help).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 
-def _wbc_states(n: int, seed: int) -> list[tuple[Any, Any]]:
+def _wbc_states(n: int, seed: int, robot: str = "g1") -> list[tuple[Any, Any]]:
     """``n`` pinocchio states near the default standing pose (small joint, base and velocity noise)."""
     import numpy as np
     import pinocchio as pin
@@ -21,7 +21,7 @@ def _wbc_states(n: int, seed: int) -> list[tuple[Any, Any]]:
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.model.robot_model import load_pinocchio_model, standing_base_height
 
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
     pmodel = load_pinocchio_model(config)
     joints = config.array("default")
     q0 = pmodel.neutral_q(joints, standing_base_height(config, pmodel, joints))
@@ -136,7 +136,7 @@ class _TsidTicker:
         return dt
 
 
-def _wbc_trajectory() -> list[tuple[Any, Any]]:
+def _wbc_trajectory(robot: str = "g1") -> list[tuple[Any, Any]]:
     """The states a running controller meets: 3 s of closed-loop standing in MuJoCo (in process, ground-truth
     state, 500 Hz) with a 7 N s push to the front at 1 s; both feet stay down."""
     from humanoid_control.model.robot_config import load_robot_config
@@ -152,7 +152,7 @@ def _wbc_trajectory() -> list[tuple[Any, Any]]:
             self.states.append((q.copy(), v.copy()))
             return super().step(q, v)
 
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
     recorder = Recorder(config)
     log = run_standing(config, 3.0, push=Push((70.0, 0.0), 1.0, 0.1), controller=recorder)
     if log.fell:
@@ -160,7 +160,7 @@ def _wbc_trajectory() -> list[tuple[Any, Any]]:
     return recorder.states
 
 
-def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[str, Any]:
+def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100, robot: str = "g1") -> dict[str, Any]:
     """Our controller and TSID (if importable) over ``states`` in order, alternating blocks of ``chunk``
     states so that both see the same machine load; our warm starts carry over from tick to tick."""
     import numpy as np
@@ -168,7 +168,7 @@ def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[
     from humanoid_control.model.robot_config import load_robot_config
     from humanoid_control.wbc.controller import StandingController
 
-    ctl = StandingController(load_robot_config("g1"))
+    ctl = StandingController(load_robot_config(robot))
     theirs: _TsidTicker | None = None
     note = "not installed"
     try:
@@ -238,7 +238,7 @@ def _time_side_by_side(states: list[tuple[Any, Any]], chunk: int = 100) -> dict[
 WALK_SPEED = 0.3  # m/s, forward: the walking trajectory of humanoid-bench wbc
 
 
-def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...], bool]]:
+def _walking_trajectory(seconds: float, robot: str = "g1") -> list[tuple[Any, Any, tuple[bool, ...], bool]]:
     """The states the walking controller meets: ``seconds`` of closed-loop walking forward at
     :data:`WALK_SPEED` in MuJoCo (in process, ground-truth state, 500 Hz; ``run_walking``), recorded tick by
     tick with the planned contacts of each tick and whether the deploy logic held the walk still before the
@@ -264,7 +264,7 @@ def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]
             self.hold_before_step = False
             return out
 
-    config = load_robot_config("g1")
+    config = load_robot_config(robot)
     recorder = Recorder(config)
     log = run_walking(config, seconds, lambda t: (WALK_SPEED, 0.0, 0.0), controller=recorder)
     if log.fell:
@@ -273,7 +273,9 @@ def _walking_trajectory(seconds: float) -> list[tuple[Any, Any, tuple[bool, ...]
 
 
 def _time_walking(
-    states: list[tuple[Any, Any, tuple[bool, ...], bool]], standing: list[tuple[Any, Any]] | None = None
+    states: list[tuple[Any, Any, tuple[bool, ...], bool]],
+    standing: list[tuple[Any, Any]] | None = None,
+    robot: str = "g1",
 ) -> dict[str, Any]:
     """The walking controller replayed on the recorded states, in order, with the command of the recording:
     it makes the same decisions tick by tick (plans, contact switches, swing references), so each tick's
@@ -291,7 +293,8 @@ def _time_walking(
     from humanoid_control.walking.controller import WalkingController
     from humanoid_control.wbc.controller import StandingController
 
-    ctl = WalkingController(load_robot_config("g1"))
+    config = load_robot_config(robot)
+    ctl = WalkingController(config)
     # the CPU time (this thread's) of the same calls as the QP tick: rigid-body terms and solve
     cpu_s = [0.0]
 
@@ -306,7 +309,7 @@ def _time_walking(
 
     for name in ("update_dynamics", "solve"):
         setattr(ctl.qp, name, cpu_timed(getattr(ctl.qp, name)))
-    stand = StandingController(load_robot_config("g1")) if standing else None
+    stand = StandingController(config) if standing else None
     stand_ticks: list[float] = []
     ticks, cpu, steps, single, solves, iters, ok, full = [], [], [], [], [], [], 0, 0
     for k, (q, v, contacts, held) in enumerate(states):
@@ -365,13 +368,14 @@ def _time_walking(
     return result
 
 
-def bench_wbc(n_states: int, seed: int, walking_seconds: float = 4.0) -> dict[str, Any]:
+def bench_wbc(n_states: int, seed: int, walking_seconds: float = 4.0, robot: str = "g1") -> dict[str, Any]:
     """WBC tick time over ``n_states`` perturbed standing states, over a recorded closed-loop standing
     trajectory and over ``walking_seconds`` of recorded walking (see module docstring); TSID side by side
-    (standing) if installed."""
-    result: dict[str, Any] = {"states": n_states, **_time_side_by_side(_wbc_states(n_states, seed))}
-    trajectory = _wbc_trajectory()
-    traj = _time_side_by_side(trajectory)
+    (standing) if installed. ``robot``: the configuration (``config/robots/<robot>.yaml``)."""
+    states = _wbc_states(n_states, seed, robot)
+    result: dict[str, Any] = {"states": n_states, **_time_side_by_side(states, robot=robot)}
+    trajectory = _wbc_trajectory(robot)
+    traj = _time_side_by_side(trajectory, robot=robot)
     result["trajectory_states"] = len(trajectory)
     for key in (
         "wbc_tick_us_median",
@@ -383,5 +387,6 @@ def bench_wbc(n_states: int, seed: int, walking_seconds: float = 4.0) -> dict[st
         "ratio_vs_tsid",
     ):
         result[f"trajectory_{key}"] = traj[key]
-    result.update(_time_walking(_walking_trajectory(walking_seconds), trajectory))
+    result.update(_time_walking(_walking_trajectory(walking_seconds, robot), trajectory, robot))
+    result["robot"] = robot
     return result
