@@ -1,6 +1,6 @@
 """``scorecard.html``: one static page (no external files, no network): the cells as a sortable table (a few
 lines of inline JavaScript), each family's plots (survival and its headline figure per level, per
-controller), one rendered picture of each family's world (``scenarios.render_world`` of its first planned
+controller), one rendered picture of each family's world (``trial.render_world`` of its first planned
 trial, rendered offscreen in a child process), and what the simulator does not model.
 """
 
@@ -184,10 +184,7 @@ def _render_png(spec: Any) -> bytes:
     os.environ.setdefault("MUJOCO_GL", "egl")
     import cv2
 
-    try:
-        from humanoid_bringup.scorecard.trial import render_world
-    except ImportError:
-        from humanoid_bringup.scorecard.scenarios import render_world  # type: ignore[attr-defined,no-redef]
+    from humanoid_bringup.scorecard.trial import render_world
 
     rgb = render_world(spec)
     ok, buf = cv2.imencode(".png", rgb[:, :, ::-1])

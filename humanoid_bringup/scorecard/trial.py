@@ -147,7 +147,7 @@ def render_world(spec: TrialSpec, width: int = 320, height: int = 240) -> np.nda
     """One RGB picture (``height`` x ``width`` x 3, uint8) of the trial's world at its start: the robot in
     its spawn pose and the scenario's terrain, obstacles, payload or ball, seen from its left side
     (offscreen MuJoCo; headless needs ``MUJOCO_GL=egl`` or ``osmesa``)."""
-    from humanoid_bringup.scorecard.worlds import render_world as _render
+    from humanoid_bringup.scorecard.render import render_world as _render
 
     check_spec(spec)
     return _render(spec, width, height)

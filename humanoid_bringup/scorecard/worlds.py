@@ -1,5 +1,5 @@
-"""The scorecard's worlds: seeded MuJoCo model edits (``mujoco.MjSpec``, before compiling) per family, and
-one rendered picture of a trial's world.
+"""The scorecard's worlds: seeded MuJoCo model edits (``mujoco.MjSpec``, before compiling) per family (a
+picture of one: :mod:`humanoid_bringup.scorecard.render`).
 
 :func:`world_for` draws everything random of a trial's world from the family's generator
 (:meth:`~humanoid_bringup.scorecard.scenarios.Family.rng`: file seed, trial seed, level key) and returns a
@@ -337,47 +337,3 @@ def world_for(family: Family, level: Level, seed: int, robot: Any) -> World:
     if name == "randomized":
         return randomized_world(family, level, rng, robot)
     return World()
-
-
-def render_world(spec: Any, width: int = 320, height: int = 240) -> np.ndarray:
-    """One RGB picture of a trial's world at its start (see :func:`humanoid_bringup.scorecard.trial.
-    render_world`): shadows, reflections and skybox off (about 0.1 s in software rendering)."""
-    import os
-
-    os.environ.setdefault("MUJOCO_GL", "egl")  # headless (before the first renderer is made)
-    import mujoco
-
-    from humanoid_bringup.scorecard.scenarios import load_family
-    from humanoid_bringup.scorecard.sim import robot_config
-    from humanoid_control.hardware.mujoco_sim import MujocoBackend
-
-    family = load_family(spec.scenario, spec.robot)
-    cfg = robot_config(spec.robot)
-    world = world_for(family, family.level(spec.level), spec.seed, cfg)
-    backend = MujocoBackend(cfg, initial_joint_positions=cfg.array("default"), edit=world.edit)
-    model, data = backend.model, backend.data
-    if family.name == "impact":  # show the ball where it will be thrown from, in front-left of the robot
-        from humanoid_bringup.scorecard.events import ball_launch_state
-
-        j = model.joint(BALL_BODY + "_joint")
-        pos, _vel = ball_launch_state(data, model, family, family.level(spec.level), world, cfg)
-        data.qpos[j.qposadr[0] : j.qposadr[0] + 3] = pos
-        mujoco.mj_forward(model, data)
-    model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), width)
-    model.vis.global_.offheight = max(int(model.vis.global_.offheight), height)
-    renderer = mujoco.Renderer(model, height, width)
-    try:
-        cam = mujoco.MjvCamera()
-        cam.lookat[:] = [1.2, 0.0, 0.3]
-        cam.distance, cam.azimuth, cam.elevation = 4.3, 290.0, -18.0
-        renderer.update_scene(data, cam)
-        for flag in (
-            mujoco.mjtRndFlag.mjRND_SHADOW,
-            mujoco.mjtRndFlag.mjRND_REFLECTION,
-            mujoco.mjtRndFlag.mjRND_SKYBOX,
-        ):
-            renderer.scene.flags[flag] = False
-        return np.array(renderer.render(), dtype=np.uint8)
-    finally:
-        renderer.close()
-        backend.close()
