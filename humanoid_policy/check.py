@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from humanoid_control.model.robot_check import RobotCheckReport
 from humanoid_control.model.robot_config import ConfigError, RobotConfig, load_robot_config
 from humanoid_policy.isaaclab_io import parse_isaaclab_io_descriptors
 from humanoid_policy.manifest import (
@@ -38,22 +39,10 @@ from humanoid_policy.manifest import (
 
 
 @dataclass
-class CheckReport:
+class CheckReport(RobotCheckReport):
     """Outcome of :func:`check_policy`: the printed lines, the problems, and the manifest (if one built)."""
 
-    lines: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
     manifest: PolicyManifest | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when no problem was found."""
-        return not self.problems
-
-    def text(self) -> str:
-        """The report as printed."""
-        tail = ["", f"PROBLEMS ({len(self.problems)}):", *(f"  - {p}" for p in self.problems)]
-        return "\n".join([*self.lines, *(tail if self.problems else ["", "OK: no problems found"])])
 
 
 def _fmt(values: np.ndarray | tuple[float, ...] | float | None) -> str:

@@ -49,7 +49,8 @@ MASS_TOLERANCE = 0.01  # relative: pinocchio / URDF total mass against MuJoCo's
 
 @dataclass
 class RobotCheckReport:
-    """Outcome of :func:`check_robot_config`: the printed lines and the problems found."""
+    """Outcome of :func:`check_robot_config`: the printed lines and the problems found (also the base of
+    ``humanoid-policy check``'s report)."""
 
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
