@@ -39,6 +39,7 @@ and the error if any;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import struct
 import sys
@@ -249,7 +250,7 @@ class RecorderNode(QuietNode):
         """A write failed: report, and stop the process (exit code 1); the file keeps what was written."""
         self.get_logger().error(f"recording stopped: {error}")
         self.exit_code = 1
-        self._publish_status()
+        self._publish_status(final=True)
         raise SystemExit(1)
 
     # ------------------------------------------------------------------ status
@@ -282,10 +283,18 @@ class RecorderNode(QuietNode):
         count = getattr(sub, "get_publisher_count", None)  # rclpy >= Iron
         return int(count()) if count is not None else self.count_publishers(name)
 
-    def _publish_status(self) -> None:
+    def _publish_status(self, final: bool = False) -> None:
+        """Publish the status; ``final`` (the process ends next): wait up to 1 s until every reader has it, as
+        a reliable sample still in flight when its writer is destroyed can be lost for some of them."""
         self._changed = False
         if self.context.ok():
             self._status_pub.publish(self._string(data=json.dumps(self.status())))
+            wait = getattr(self._status_pub, "wait_for_all_acked", None)  # rclpy >= Galactic
+            if final and wait is not None:
+                from rclpy.duration import Duration
+
+                with contextlib.suppress(Exception):
+                    wait(Duration(seconds=1.0))
 
     # ------------------------------------------------------------------ shutdown
     def _drain(self, quiet_s: float = 0.5, max_s: float = 3.0) -> None:
@@ -327,7 +336,7 @@ class RecorderNode(QuietNode):
                 + (f", skipped {sorted(self.skipped)}" if self.skipped else "")
                 + f"; recorder_cpu_pct {cpu:.1f}"
             )
-        self._publish_status()
+        self._publish_status(final=True)
         self._rec_subs.clear()
         self.reader.destroy_node()
 
