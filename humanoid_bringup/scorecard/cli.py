@@ -35,6 +35,7 @@ from humanoid_bringup.scorecard.runner import (
     ray_session,
     run_trials,
     submit_all,
+    uncached_trial,
 )
 from humanoid_bringup.scorecard.store import TrialStore
 
@@ -198,7 +199,8 @@ def bench_scorecard(
     rounds: int = 1,
 ) -> dict[str, Any]:
     """Trials per second of the same trial set with 1 and with 2 trials in flight on one embedded Ray
-    instance (2 CPUs; both worker processes warmed first; no store reused). ``rounds`` > 1 repeats both,
+    instance (2 CPUs; both worker processes warmed first; no store and no worker's remembered trial reused:
+    :func:`~humanoid_bringup.scorecard.runner.uncached_trial`). ``rounds`` > 1 repeats both,
     in alternating order (1 then 2, 2 then 1, ...), so a load that drifts during the bench weighs on both
     alike; the rates are over all rounds. ``load_avg``: the machine's 1-minute load average before and
     after (other processes on the cores make the speedup meaningless)."""
@@ -206,6 +208,7 @@ def bench_scorecard(
         raise ValueError(f"--rounds must be at least 1 (got {rounds})")
     plan = plan_trials(request, catalog)
     n = len(plan.specs)
+    trial_fn = trial_fn or uncached_trial  # each run simulates every trial (no result a run left behind)
     result: dict[str, Any] = {"trials": n, "rounds": rounds}
     walls = {1: 0.0, 2: 0.0}
     errors = {1: 0, 2: 0}

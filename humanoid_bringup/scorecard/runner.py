@@ -237,6 +237,16 @@ def execute_trial(spec: Any) -> dict[str, Any]:
     return guarded_trial(run_trial, spec)
 
 
+def uncached_trial(spec: Any) -> dict[str, Any]:
+    """The real trial simulated in full: a worker's remembered trials (``trial.run_trial``'s cache of the
+    families without a random element) are forgotten first, so a benchmark that runs the same trial set twice
+    times the simulation both times, not a lookup the first run left in that worker."""
+    from humanoid_bringup.scorecard.trial import clear_trial_cache, run_trial
+
+    clear_trial_cache()
+    return run_trial(spec)
+
+
 def _remote_trial(trial_fn: TrialFn | None, spec: Any) -> dict[str, Any]:
     """The body of a Ray task: :func:`execute_trial` or a given trial function, guarded."""
     return execute_trial(spec) if trial_fn is None else guarded_trial(trial_fn, spec)
