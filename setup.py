@@ -83,6 +83,7 @@ setup(
             "policy = humanoid_policy.controller:PolicyController",
             "wbc_stand = humanoid_control.wbc.wbc_stand:WbcStandController",
             "mpc_walk = humanoid_control.walking.mpc_walk:MpcWalkController",
+            "supervised = humanoid_policy.supervised:SupervisedController",
         ],
     },
 )

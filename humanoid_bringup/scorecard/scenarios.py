@@ -420,10 +420,13 @@ def load_family(name: str, robot: str = "g1") -> Family:
 
 def parse_controller(name: str) -> tuple[str, dict[str, Any]]:
     """A scorecard controller name -> (registered controller, its parameters): ``policy:<name or path>`` is
-    the ``policy`` controller with that ``policy`` parameter; anything else is a registered name."""
+    the ``policy`` controller with that ``policy`` parameter, ``supervised:<name or path>`` the supervised
+    controller with that policy inside (``supervised`` alone: its default, holosoma/g1_ppo); anything else is
+    a registered name."""
     name = str(name).strip()
-    if name.startswith("policy:"):
-        return "policy", {"policy": name.split(":", 1)[1]}
+    for base in ("policy", "supervised"):
+        if name.startswith(f"{base}:"):
+            return base, {"policy": name.split(":", 1)[1]}
     return name, {}
 
 
@@ -439,7 +442,7 @@ def validate_controller(name: str, robot: str = "g1") -> None:
         raise ValueError(
             f"unknown controller {name!r} (registered: {', '.join(known)}; or policy:<name|path>)"
         )
-    if base == "policy":
+    if base in ("policy", "supervised"):
         from humanoid_policy.manifest import find_policy_file
 
         policy = params.get("policy", "holosoma/g1_ppo")

@@ -55,6 +55,13 @@ def make_controller(controller: str, robot: str) -> tuple[Any, dict[str, Any]]:
         from humanoid_policy.controller import PolicyController
 
         return PolicyController(_policy_manifest(params.get("policy", "holosoma/g1_ppo"), robot)), {}
+    if base == "supervised":
+        from humanoid_policy.controller import PolicyController
+        from humanoid_policy.supervised import SupervisedController
+
+        ctl = SupervisedController()
+        ctl.policy = PolicyController(_policy_manifest(params.get("policy", "holosoma/g1_ppo"), robot))
+        return ctl, {}
     return create_controller(base), params
 
 

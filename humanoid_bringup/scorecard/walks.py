@@ -134,6 +134,9 @@ def walk_family_trial(
             tilt = np.degrees(np.array(rec.tilt))
             figures["base_height_change_m"] = float(base[after, 2].mean() - base[before, 2].mean())
             figures["tilt_change_deg"] = float(tilt[after].mean() - tilt[before].mean())
+    supervisor = getattr(runner.controller, "summary", None)
+    if supervisor is not None:  # the supervised controller: its handovers and shares
+        figures["supervisor"] = supervisor()
     if touch is not None:
         key = "bar_contact" if family.name == "trip" else "ball_hit"
         figures[key] = touch.first is not None

@@ -10,8 +10,9 @@ registered under ``<name>`` (:mod:`~humanoid_control.controllers.registry`) thro
 - in: ``/joint_states`` and ``/imu/data`` (paired by stamp: tick k is answered from both of tick k),
   ``/cmd_vel`` (geometry_msgs/Twist, base frame; the latest one is in each tick's state);
 - out: ``/joint_commands`` (position, velocity, effort; stamped with the state it answers), ``~/state``
-  (std_msgs/String, JSON, latched: on every start and stop), ``/diagnostics`` (once a second of the
-  driver's clock);
+  (std_msgs/String, JSON, latched: on every start and stop), the controller's own ``state_topic`` where it
+  has one (std_msgs/String, JSON, latched: whenever its ``topic_state`` version changes; the supervised
+  controller's ``/supervisor/state``), ``/diagnostics`` (once a second of the driver's clock);
 - services: ``~/start`` and ``~/stop`` (std_srvs/Trigger): activate at the next state, deactivate now;
 - gains: what the controller's ``gains()`` asks for (a gain profile's name, or per-joint kp / kd) is set on
   the driver's parameters (``gain_profile``, ``command_kp`` / ``command_kd``; the parameter ``driver`` names
@@ -119,6 +120,9 @@ class ControllerNode(HostedInLoopMixin, QuietNode):
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         self.pub_state = self.create_publisher(String, "~/state", latched)
+        topic = controller.state_topic
+        self.pub_topic_state = self.create_publisher(String, topic, latched) if topic else None
+        self._topic_version = -1  # the first state is published at the first tick
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
         self.create_service(Trigger, "~/start", self._on_start)
@@ -273,6 +277,11 @@ class ControllerNode(HostedInLoopMixin, QuietNode):
         self._last_command = command
         if self.host.active != self._published_active:
             self._publish_status()
+        if self.pub_topic_state is not None:
+            version, payload = self.host.controller.topic_state()
+            if version != self._topic_version:
+                self._topic_version = version
+                self.pub_topic_state.publish(String(data=json.dumps(payload)))
 
     def in_loop_mirror(self) -> None:
         """Driver's loop thread, off the critical path: the latest command on ``~/joint_commands``."""

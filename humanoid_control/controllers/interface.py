@@ -106,10 +106,14 @@ class Controller(ABC):
         rate_hz: how often :meth:`update` is called (Hz); 0: every tick of the loop.
         needs_estimate: it reads ``state.estimate`` (the host runs the state estimator before it, or waits for
             ``/odom`` of the same tick).
+        state_topic: a latched topic (std_msgs/String, JSON) on which the host node publishes
+            :meth:`topic_state` whenever its version changes ('' : none), e.g. the supervised controller's
+            ``/supervisor/state``.
         robot: the robot configuration, set by :meth:`configure`. params: its parameters' values.
     """
 
     name: ClassVar[str] = ""
+    state_topic: ClassVar[str] = ""
     parameters: ClassVar[Mapping[str, ParameterSpec]] = {}
     rate_hz: float = 0.0
     needs_estimate: ClassVar[bool] = False
@@ -162,6 +166,11 @@ class Controller(ABC):
     def status(self) -> dict[str, Any]:
         """Its state for ``~/state`` (JSON-serialisable)."""
         return {}
+
+    def topic_state(self) -> tuple[int, dict[str, Any]]:
+        """(version, JSON-serialisable state) for :attr:`state_topic`: the host publishes it when the version
+        changed since it last did. Default: version 0, nothing."""
+        return 0, {}
 
 
 def checked_command(

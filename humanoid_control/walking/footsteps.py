@@ -90,6 +90,9 @@ class FootstepPlan:
         cross_delays: per step (missing: 0), the swing's ``cross_delay``
             (:class:`~humanoid_control.walking.swing.SwingTrajectory`): a crossing step's foot moves along
             the stance sole before it crosses.
+        first_lift: the first step's foot is already in the air at the plan's start (a controller taking
+            over mid-swing): its sole's height above the ground (m) and its swing's apex over the straight
+            line to the touchdown (m); None: the first swing lifts off the ground as any other.
     """
 
     start: dict[str, Pose2D]
@@ -102,6 +105,7 @@ class FootstepPlan:
     projected: list[bool] = field(default_factory=list)
     reached: bool = True
     cross_delays: list[float] = field(default_factory=list)
+    first_lift: tuple[float, float] | None = None
 
     @property
     def step_period(self) -> float:

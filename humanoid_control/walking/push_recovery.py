@@ -11,7 +11,10 @@ feedback", "Pushes"):
   ``_capture_step``), or a crossing step when it is beyond the loaded sole's outer edge (``_crossing_step``);
 - after a pushed touchdown while walking, the weight transfer may last longer (``_pushed_transfer``);
 - in a swing, the touchdown moves by the DCM error predicted at touchdown, re-targeted from the DCM in a
-  capture step (``_adjust_swing``), blended into the swing trajectory.
+  capture step (``_adjust_swing``), blended into the swing trajectory;
+- another controller hands the robot over in any phase (:meth:`PushRecoveryMixin.take_over`): both feet down,
+  the next tick stands or steps as after a push while standing; a foot in the air, a capture step with that
+  foot at once, its swing starting where the sole is.
 
 Frames and units: odom frame, horizontal positions (m), yaw (rad), times (s), DCM ``xi`` (m).
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -64,7 +67,14 @@ class PushRecoveryMixin:
     _pushed_until: float
     _swing_offset: np.ndarray
 
-    if TYPE_CHECKING:  # methods of the controller these methods call
+    if TYPE_CHECKING:  # methods of the controller these methods call and state they read
+        qp: Any
+        commands: Any
+        generator: Any
+        _ground_z: float
+        _held: bool
+
+        def hold_still(self) -> None: ...
 
         def _measured_feet(self) -> dict[str, Pose2D]: ...
 
@@ -73,6 +83,66 @@ class PushRecoveryMixin:
         def _set_plan(
             self, plan: FootstepPlan, t0: float, measured: bool = False, shift: np.ndarray | None = None
         ) -> bool: ...
+
+    def take_over(
+        self, q: np.ndarray, v: np.ndarray, contacts: dict[str, bool], lift_min: float = 0.015
+    ) -> str:
+        """Seed the controller from the measured pinocchio state ``q`` (nq,), ``v`` (nv,) when it takes the
+        robot over from another controller in any gait phase; ``contacts``: per foot, whether it is on the
+        ground (the state estimator's contacts). Any plan and push state are dropped (as a new controller
+        starts). Both feet down (or a foot less than ``lift_min`` m above the lower one): nothing planned
+        here; the next :meth:`step` stands, or takes a capture or crossing step for a DCM beyond the feet.
+        One foot in the air: a capture step with it from this tick on (no weight transfer), its swing from
+        where the sole is (``FootstepPlan.first_lift``), over ``recovery_min_swing`` s, the touchdown placed
+        by the DCM step adjuster and re-targeted every tick as any capture step's.
+
+        Returns what was planned: ``stand`` or ``capture_<side>``.
+        """
+        self.hold_still()
+        self._held = False  # unlike a ramp, this very tick is the controller's
+        self.commands.reset()
+        qp = self.qp
+        qp.update_dynamics(q, v)
+        dyn = qp.dyn
+        z = {side: float(dyn.frames[side].position[2]) for side in SIDES}
+        down = [side for side in SIDES if contacts.get(side, True)] or [min(SIDES, key=z.__getitem__)]
+        ground = min(z[side] for side in down)
+        self._ground_z = ground
+        up = [side for side in SIDES if side not in down and z[side] - ground >= lift_min]
+        if not up:
+            return "stand"
+        side = up[0]
+        lift = z[side] - ground
+        s, sp = self.settings, self.planner.spec
+        c, cd = dyn.com, dyn.com_velocity
+        omega = math.sqrt(dyn.gravity / max(float(c[2]) - ground, 0.05))
+        xi = c[:2] + cd[:2] / omega
+        feet = self._measured_feet()
+        stance = Footstep(other_side(side), feet[other_side(side)])
+        swing = s.recovery_min_swing
+        adj = self.swing_adjuster.adjust(
+            stance,
+            Footstep(side, feet[side]),
+            xi,
+            swing,
+            stance_zmp=self._zmp_toward(stance, xi),
+            offset=s.recovery_offset * (stance.pose.position - feet[side].position),
+        )
+        if adj.status.ok:
+            step, limited = adj.step, adj.limited
+        else:  # no step found: put the foot down within the step limits
+            step, limited = self.recovery_planner.project(stance, Footstep(side, feet[side]))
+        apex = min(0.5 * sp.swing_height, lift)
+        plan = FootstepPlan(
+            feet, [step], swing, sp.double_support, 0.0, projected=[limited], first_lift=(lift, apex)
+        )
+        if not self._set_plan(plan, self.t, measured=True):
+            return "stand"
+        if adj.status.ok:
+            self.recoveries.append((self.t, side, adj))
+        self._recovering = True
+        self.mode = WalkMode.WALK
+        return f"capture_{side}"
 
     def _maybe_recovery_step(self, xi: np.ndarray) -> None:
         """Standing: a DCM beyond the feet's support polygon by ``recovery_threshold`` starts a capture step

@@ -4,7 +4,8 @@ Time ``t`` (s) is the walking controller's clock; the plan starts at ``t0``. Pha
 
 1. double support for ``start_double_support`` (weight to the first stance foot);
 2. per step: single support for ``single_support`` (the step's foot swings from where it stands to the
-   step's pose, :class:`~humanoid_control.walking.swing.SwingTrajectory`), then double support for
+   step's pose, :class:`~humanoid_control.walking.swing.SwingTrajectory`; a plan's ``first_lift``: the first
+   swing starts in the air, where a controller taking over mid-swing found the sole), then double support for
    ``double_support`` (weight to the next stance foot);
 3. after the last step, standing on both feet for ever (the final double support of a plan shifts the
    weight to the feet's midpoint over ``start_double_support``).
@@ -85,13 +86,16 @@ class ContactSchedule:
             phases.append(Phase(t, t + duration, None, dict(feet), zmp, target, i - 1))
             t += duration
             delay = plan.cross_delays[i] if i < len(plan.cross_delays) else 0.0
+            lift_z, height = ground_z, swing_height
+            if i == 0 and plan.first_lift is not None:  # taken over mid-swing: from where the sole is
+                lift_z, height = ground_z + plan.first_lift[0], plan.first_lift[1]
             swing = SwingTrajectory(
                 feet[step.side],
                 step.pose,
                 t,
                 plan.single_support,
-                swing_height,
-                ground_z,
+                height,
+                lift_z,
                 ground_z,
                 cross_delay=delay,
                 cross_axis_yaw=feet[stance].yaw,
