@@ -66,7 +66,8 @@ class SupervisedController(Controller):
     state_topic = "/supervisor/state"
     needs_estimate = True
     parameters: ClassVar[Mapping[str, ParameterSpec]] = {
-        **PolicyController.parameters,
+        # the policy's own, but autostart (the host's: the supervisor starts the policy when it is started)
+        **{k: v for k, v in PolicyController.parameters.items() if k != "autostart"},
         **_threshold_specs(),
         "handback_s": ParameterSpec(
             1.0, "viable with margin this long before the policy takes over again (s)", 0.05, 60.0
@@ -111,7 +112,7 @@ class SupervisedController(Controller):
         super().configure(robot, params)
         p = self.params
         settings = ViabilitySettings.from_params(p)  # ranges checked by the parameter specs already
-        self.policy.configure(robot, {k: p[k] for k in PolicyController.parameters})
+        self.policy.configure(robot, {k: p[k] for k in PolicyController.parameters if k in p})
         self.walker.configure(robot, {"gain_profile": p["model_gain_profile"]})
         self.monitor = ViabilityMonitor(robot, settings)
         self._gains = self.policy.gains()

@@ -303,4 +303,4 @@ def test_an_unknown_controller_is_refused_at_launch_with_the_registered_ones(tmp
         graph.stop()
     assert code not in (None, 0), log[-3000:]
     assert "unknown controller 'no_such_controller'" in log, log[-3000:]
-    assert "joint_hold, mpc_walk, policy, wbc_stand" in log, log[-3000:]
+    assert "joint_hold, mpc_walk, policy, supervised, wbc_stand" in log, log[-3000:]

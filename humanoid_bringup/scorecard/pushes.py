@@ -53,6 +53,7 @@ class PushTrial:
     time_to_fall_s: float | None
     phase: str | None
     push_t: float | None
+    handovers: int | None = None  # the supervised controller: hand-overs to the model-based controller
 
 
 def push_phase(seed: int) -> str:
@@ -138,7 +139,11 @@ def run_push(
         runner.close()
     if push_t is None:
         raise RuntimeError(f"{controller} never took over (or never walked) within {start_limit:g} s")
-    return _verdict(rec, impulse, push_t, walking, standing_ctl, duration, observe, landed)
+    out = _verdict(rec, impulse, push_t, walking, standing_ctl, duration, observe, landed)
+    summary = getattr(runner.controller, "summary", None)
+    if summary is not None:
+        out.handovers = len(summary()["handovers"])
+    return out
 
 
 def _stepped(rec: Recorder, push_t: float, standing_ctl: bool) -> bool:
@@ -217,4 +222,6 @@ def push_family_trial(
     }
     if walking:
         figures["phases_landed"] = sorted({str(tr.phase) for tr in trials})
+    if any(tr.handovers is not None for tr in trials):  # the supervised controller, per bisection push
+        figures["handovers"] = [[round(tr.impulse, 4), tr.handovers] for tr in trials]
     return outcome, figures
