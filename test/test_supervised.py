@@ -117,7 +117,7 @@ def test_handover_to_the_walking_controller_and_back_standing(g1):
     ctl, runner = _runner(g1, {"handback_s": 0.5, "min_model_s": 0.5})
     modes = []
     try:
-        for k in range(int(5.0 * 500)):
+        for _ in range(int(5.0 * 500)):
             if runner.time >= 2.5 and not ctl.handovers:
                 ctl.request_handover("test")
             tick = runner.step()
