@@ -120,8 +120,11 @@ class ControllerNode(HostedInLoopMixin, QuietNode):
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         self.pub_state = self.create_publisher(String, "~/state", latched)
-        topic = controller.state_topic
-        self.pub_topic_state = self.create_publisher(String, topic, latched) if topic else None
+        self.pub_topic_state = (  # the controller's own latched state topic, where it has one
+            self.create_publisher(String, f"{controller.state_topic}", latched)
+            if controller.state_topic
+            else None
+        )
         self._topic_version = -1  # the first state is published at the first tick
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
