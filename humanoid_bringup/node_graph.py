@@ -50,7 +50,7 @@ class NodeTopics:
 
 
 _CONTROLLER_NODE = NodeTopics(
-    # {state_topic}: the hosted controller's own latched topic, where it has one (supervised: /supervisor/state)
+    # {state_topic}: the hosted controller's latched topic, if it has one (supervised: /supervisor/state)
     publishes=("/joint_commands", "~/joint_commands", "~/state", "{state_topic}", "/diagnostics", ACK_TOPIC),
     subscribes=("/cmd_vel", "/joint_states", "/imu/data", STATUS_TOPIC),
 )
