@@ -104,6 +104,7 @@ class SupervisedController(Controller):
         self._last_out: JointCommand | None = None
         self._low: tuple[np.ndarray, np.ndarray] | None = None
         self._gains: tuple[np.ndarray, np.ndarray] | None = None
+        self._lower = self._upper = np.zeros(0)  # joint limits less 1 mrad (rad), set by configure
         self.changes = 0  # bumps whenever the published state changes (a handover)
         self._requested = ""  # a hand-over asked for (request_handover): its reason
 
@@ -119,6 +120,7 @@ class SupervisedController(Controller):
         low = robot.gain_profile(p["model_gain_profile"])
         self._low = (np.asarray(low.kp, dtype=float), np.asarray(low.kd, dtype=float))
         self.blend = SwitchBlend(self._gains, robot.array("effort"), p["switch_max_step"])
+        self._lower, self._upper = robot.array("lower") + 1e-3, robot.array("upper") - 1e-3
 
     def gains(self) -> tuple[np.ndarray, np.ndarray]:
         """The policy's PD gains (the driver applies them to both controllers' commands)."""
@@ -150,10 +152,9 @@ class SupervisedController(Controller):
 
     def _saturation(self, cmd: JointCommand | None) -> float:
         """Share of joints whose target is at (within 1 mrad of) a joint limit."""
-        if cmd is None or self.robot is None:
+        if cmd is None:
             return 0.0
-        lo, hi = self.robot.array("lower"), self.robot.array("upper")
-        return float(np.mean((cmd.q <= lo + 1e-3) | (cmd.q >= hi - 1e-3)))
+        return float(np.mean((cmd.q <= self._lower) | (cmd.q >= self._upper)))
 
     def _walker_command(self, state: ControllerState, t: float) -> JointCommand | None:
         out = self.walker.update(state, t)
@@ -204,7 +205,7 @@ class SupervisedController(Controller):
             and t - self._margin_since >= p["handback_s"]
             and t - self._since >= p["min_model_s"]
         ):
-            return self._hand_to_policy(state, t, out, pol)
+            return self._hand_to_policy(state, t, pol)
         return self._finish(out, state)
 
     def _hand_to_model(
@@ -250,9 +251,7 @@ class SupervisedController(Controller):
         self.changes += 1
         return self._finish(out, state, switched=True)
 
-    def _hand_to_policy(
-        self, state: ControllerState, t: float, model_out: JointCommand, pol: JointCommand
-    ) -> JointCommand | None:
+    def _hand_to_policy(self, state: ControllerState, t: float, pol: JointCommand) -> JointCommand | None:
         assert self.blend is not None
         core = self.policy.core
         if core is not None:
@@ -264,14 +263,14 @@ class SupervisedController(Controller):
         duration = t - self._since
         self._since = t
         self._margin_since = None
-        self.monitor.reset() if self.monitor is not None else None
+        if self.monitor is not None:
+            self.monitor.reset()
         if self.handovers and self.handovers[-1]["duration_s"] is None:
             self.handovers[-1]["duration_s"] = round(duration, 6)
         self.handovers.append(
             {"t": round(t, 6), "to": POLICY, "reason": "viable", "latency_ticks": 0, "duration_s": None}
         )
         self.changes += 1
-        del model_out
         return self._finish(pol, state, switched=True)
 
     def _finish(
