@@ -460,9 +460,10 @@ def test_console_in_a_real_browser(tmp_path: Path) -> None:
             x0 = tp.x_at(t)
 
             # hold to drive for 2 s of simulated time
+            # aimed at before each press (hover: the button's centre as it is laid out now; the panel's
+            # status lines above it change height while the robot runs: a press at an old position missed it)
             drive = page.get_by_role("button", name="hold to drive")
-            bb = drive.bounding_box()
-            page.mouse.move(bb["x"] + bb["width"] / 2, bb["y"] + bb["height"] / 2)
+            drive.hover(timeout=60_000)
             n = tp.count()
             page.mouse.down()
             tp.wait_teleop(n, "a forward command", lambda m: m[1] > 0.1)
@@ -481,6 +482,7 @@ def test_console_in_a_real_browser(tmp_path: Path) -> None:
             t = tp.probe.run_until(t + 0.5)
 
             # close the page while holding: zero too
+            drive.hover(timeout=60_000)
             page.mouse.down()
             n = tp.count()
             tp.wait_teleop(n, "a forward command (held again)", lambda m: m[1] > 0.1)

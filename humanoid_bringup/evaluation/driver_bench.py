@@ -22,17 +22,14 @@ def _run_graph(arguments: dict[str, str], log_dir: Path, timeout: float) -> dict
     from humanoid_bringup.evaluation.launched_graph import LaunchedGraph
 
     probe = GraphProbe(subscribe_description=False, name="bench_probe")
-    lockstep = arguments["clock"] == "lockstep"
-    if lockstep:
-        # a short lockstep run can end before the probe's /diagnostics subscription is matched (the driver's
-        # diagnostics are per simulated second): the driver waits paused until the probe is matched
-        arguments = {**arguments, "start_paused": "true"}
+    # a short run can end before the probe's /diagnostics subscription is matched (CI: a 2 s realtime run on
+    # a loaded machine ended before discovery): the driver waits paused until the probe is matched
+    arguments = {**arguments, "start_paused": "true"}
     graph = LaunchedGraph(
         arguments, log_dir / f"launch_{arguments['clock']}_{arguments['controller']}.log"
     ).start()
     try:
-        if lockstep:
-            probe.start_graph(timeout=120.0, running=graph.running)
+        probe.start_graph(timeout=120.0, running=graph.running)
         code = graph.wait(timeout)
         if code is None:
             raise RuntimeError(f"benchmark graph did not finish in {timeout} s: {graph.log()[-2000:]}")

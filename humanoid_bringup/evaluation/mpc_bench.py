@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_control.model.robot_config import RobotConfig, _config_dir_candidates, load_robot_config
+from humanoid_control.model.config_sources import config_dir_candidates
+from humanoid_control.model.robot_config import RobotConfig, load_robot_config
 from humanoid_control.walking.footsteps import SIDES, Footstep, FootstepPlan, FootstepPlanner, VelocityCommand
 from humanoid_control.walking.geometry import Pose2D, inside_polygon
 
@@ -89,7 +90,7 @@ def record_walk_plan(config: RobotConfig, segments=PLAN_SEGMENTS) -> dict[str, A
 
 def find_walk_plan() -> Path:
     """The stored plan (``config/bench/mpc_walk_plan.json``, source tree or installed share folder)."""
-    for folder in _config_dir_candidates():
+    for folder in config_dir_candidates():
         path = folder / PLAN_NAME
         if path.is_file():
             return path
