@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -77,6 +78,11 @@ class SupervisedController(Controller):
         ),
         "handback": ParameterSpec(
             True, "hand the robot back to the policy (false: the walking controller keeps it)"
+        ),
+        "model_walks_on": ParameterSpec(
+            False,
+            "the walking controller follows /cmd_vel after its capture steps (false: it stands until the "
+            "hand-back, and the policy walks on)",
         ),
         "switch_max_step": ParameterSpec(
             0.2, "switch bound: torque step per tick (fraction of the effort limits)", 0.01, 1.0
@@ -157,6 +163,8 @@ class SupervisedController(Controller):
         return float(np.mean((cmd.q <= self._lower) | (cmd.q >= self._upper)))
 
     def _walker_command(self, state: ControllerState, t: float) -> JointCommand | None:
+        if not self.params["model_walks_on"]:
+            state = replace(state, cmd_vel=None)  # it stands after its capture steps (take_over zeroed it)
         out = self.walker.update(state, t)
         if out is None:
             return None
@@ -180,7 +188,9 @@ class SupervisedController(Controller):
         cmd_speed = 0.0
         if state.cmd_vel is not None and math.isfinite(state.cmd_vel_stamp):
             cmd_speed = float(math.hypot(state.cmd_vel[0], state.cmd_vel[1]))
-        verdict = self.monitor.check(t, est, state.q, state.dq, self._saturation(pol), cmd_speed)
+        # the speed the controller in charge is asked for: the walking controller stands unless it walks on
+        asked = cmd_speed if self.mode == POLICY or self.params["model_walks_on"] else 0.0
+        verdict = self.monitor.check(t, est, state.q, state.dq, self._saturation(pol), asked)
         self.last_values = verdict.values
         if self.mode == POLICY:
             reason, self._requested = verdict.reason or self._requested, ""
@@ -191,7 +201,8 @@ class SupervisedController(Controller):
         if out is None:  # the walking controller faulted: no command (the driver damps), safe stop
             return self._finish(None, state)
         ctl = self.walker.ctl
-        stepping = ctl is not None and (ctl.recovering or (ctl.mode == WalkMode.WALK and cmd_speed == 0.0))
+        # a capture step in flight (a walk on /cmd_vel, with model_walks_on, may be handed back mid-walk)
+        stepping = ctl is not None and ctl.mode == WalkMode.WALK and (ctl.recovering or cmd_speed == 0.0)
         if verdict.margin and not stepping:
             if self._margin_since is None:
                 self._margin_since = t

@@ -166,3 +166,33 @@ def test_no_handover_on_a_nominal_walk_and_the_policy_tracks_as_alone(g1):
     assert x_sup[-1] - x_sup[int(3.0 * 500)] > 0.8  # walked
     np.testing.assert_allclose(x_sup, x_pol, atol=1e-9)
     assert sup.summary()["share_policy"] == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("swing", [1, 2])
+def test_a_handover_in_the_middle_of_a_swing_is_caught_and_handed_back(g1, swing):
+    """The policy walking 0.3 m/s, a handover asked in the middle of its ``swing``-th single support after
+    3 s: the walking controller lands the foot in the air as a capture step (``capture_<side>``), stands, and
+    hands the robot back to the policy, which walks on; no fall."""
+    ctl, runner = _runner(g1, {"handback_s": 0.5, "min_model_s": 0.5})
+    single, seen, xs = 0, 0, []
+    try:
+        for _ in range(int(7.5 * 500)):
+            runner.set_cmd_vel(0.3 if runner.time >= 2.0 else 0.0, 0.0, 0.0)
+            if runner.time >= 3.0 and not ctl.handovers:
+                single = single + 1 if ctl.last_values.get("contacts") == 1.0 else 0
+                if single == 40:  # 0.08 s into a single support
+                    seen += 1
+                    if seen == swing:
+                        ctl.request_handover("test")
+            tick = runner.step()
+            xs.append(float(tick.truth.position[0]))
+            assert not runner.fell(tick.truth), f"fell at {tick.t:.2f} s under {ctl.mode}"
+    finally:
+        runner.close()
+    s = ctl.summary()
+    assert s["handbacks"] == 1, s
+    h = s["handovers"][0]
+    assert h["plan"].startswith("capture_") and h["latency_ticks"] == 0, h
+    back = ctl.handovers[1]["t"]  # the hand-back (the summary lists the hand-overs)
+    assert ctl.mode == "policy" and xs[-1] - xs[int(back * 500)] > 0.3  # walked on after the hand-back

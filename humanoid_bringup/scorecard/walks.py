@@ -29,6 +29,7 @@ from humanoid_bringup.scorecard.worlds import BALL_BODY, BAR_GEOM, world_for
 
 TRACK_SKIP_S = 1.0  # the first second of the walk (accelerating) is not scored for tracking (s)
 START_LIMIT_S = 10.0  # the controller must take over within this (s)
+EVENT_STANDING_S = 2.0  # a timed event due with no single support for this long comes anyway (s)
 
 
 class _Touch:
@@ -82,6 +83,7 @@ def walk_family_trial(
         e.install(runner)
     walk_t0: float | None = None
     event_t: float | None = None
+    event_in_stance = False
     end_t = math.inf
     try:
         while runner.time < min(end_t, START_LIMIT_S if walk_t0 is None else math.inf):
@@ -97,9 +99,14 @@ def walk_family_trial(
             if touch is not None:
                 touch.update(t)
             if timed and walk_t0 is not None and rec.contact:
-                if event_t is None and t >= walk_t0 + s.get("event_after_s", 0.0) - 1e-9:
+                due_t = walk_t0 + s.get("event_after_s", 0.0)
+                if event_t is None and t >= due_t - 1e-9:
                     contact = rec.contact[-1]
-                    if any(tracker.due(f"mid_{side}", t, 0.0, contact, ev) for side in ("left", "right")):
+                    # at mid single support; a robot that stopped stepping (a supervisor's walking controller
+                    # standing after its capture steps) gets the event standing, EVENT_STANDING_S after due
+                    mid = any(tracker.due(f"mid_{side}", t, 0.0, contact, ev) for side in ("left", "right"))
+                    if mid or t >= due_t + EVENT_STANDING_S - 1e-9:
+                        event_in_stance = not mid
                         event_t = t
                         for e in timed:
                             e.start(runner, t)
@@ -125,6 +132,8 @@ def walk_family_trial(
         "event_t_s": None if event_t is None else round(event_t - walk_t0, 4),
         "world": {k: v for k, v in world.drawn.items() if not isinstance(v, list) or len(v) <= 3},
     }
+    if event_in_stance:  # the robot was not stepping when the event was due (it came standing)
+        figures["event_in_stance"] = True
     if timed and event_t is None and outcome == "survived":
         raise RuntimeError(f"{family.name}/{level.key}: the event never happened (no mid single support)")
     if event_t is not None:  # payload, impact, faults

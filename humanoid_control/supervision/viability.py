@@ -77,7 +77,7 @@ class ViabilitySettings:
             (capture point outside both feet's support, m; rad; rad/s; CoM speed m/s), both feet down.
     """
 
-    cp_max_m: float = 0.3
+    cp_max_m: float = 0.45
     step_reach_m: float = 0.45
     tilt_max_rad: float = 0.45
     tilt_rate_max: float = 3.0

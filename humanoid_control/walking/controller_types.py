@@ -59,6 +59,10 @@ class WalkingSettings:
         recovery_threshold: how far beyond the polygon (m) the DCM may go before a step starts.
         recovery_transfer: weight transfer before the capture step's swing (s).
         recovery_min_swing: shortest capture swing (s).
+        takeover_swing: the swing (s) of the capture step with a foot already in the air when the controller
+            takes a walking robot over from another (``take_over``): the rest of a swing, not a whole one
+            (forced handovers from the holosoma policy's walk at 20 phases of its gait: 20 stood at 0.15 s
+            and at 0.12 s, 19 at 0.2 s, 15 at 0.25 s, the capture swing; see docs/supervised.md).
         cmp_margin: standing and in a capture step, the hip strategy: the CMP may leave the support polygon
             by this much (m), the difference to the CoP made by a rate of centroidal angular momentum (as
             :class:`~humanoid_control.wbc.balance.StandingBalance`); 0 turns it off.
@@ -115,6 +119,7 @@ class WalkingSettings:
     recovery_threshold: float = 0.0
     recovery_transfer: float = 0.05
     recovery_min_swing: float = 0.25
+    takeover_swing: float = 0.15
     recovery_reach: tuple[float, float, float] = (0.4, 0.36, 0.45)
     walk_adjust_reach: tuple[float, float, float] | None = (0.45, 0.36, 0.45)
     walk_push_error: float = 0.15

@@ -93,7 +93,7 @@ class PushRecoveryMixin:
         starts). Both feet down (or a foot less than ``lift_min`` m above the lower one): nothing planned
         here; the next :meth:`step` stands, or takes a capture or crossing step for a DCM beyond the feet.
         One foot in the air: a capture step with it from this tick on (no weight transfer), its swing from
-        where the sole is (``FootstepPlan.first_lift``), over ``recovery_min_swing`` s, the touchdown placed
+        where the sole is (``FootstepPlan.first_lift``), over ``takeover_swing`` s, the touchdown placed
         by the DCM step adjuster and re-targeted every tick as any capture step's.
 
         Returns what was planned: ``stand`` or ``capture_<side>``.
@@ -119,7 +119,7 @@ class PushRecoveryMixin:
         xi = c[:2] + cd[:2] / omega
         feet = self._measured_feet()
         stance = Footstep(other_side(side), feet[other_side(side)])
-        swing = s.recovery_min_swing
+        swing = s.takeover_swing
         adj = self.swing_adjuster.adjust(
             stance,
             Footstep(side, feet[side]),
