@@ -196,3 +196,21 @@ def test_a_handover_in_the_middle_of_a_swing_is_caught_and_handed_back(g1, swing
     assert h["plan"].startswith("capture_") and h["latency_ticks"] == 0, h
     back = ctl.handovers[1]["t"]  # the hand-back (the summary lists the hand-overs)
     assert ctl.mode == "policy" and xs[-1] - xs[int(back * 500)] > 0.3  # walked on after the hand-back
+
+
+def test_the_locomotion_json_shares_from_the_supervisor_state():
+    """``humanoid-eval locomotion --controller supervised``: the handovers relative to the script's start and
+    the shares of the script under each controller, a handover still in force running to the end."""
+    from humanoid_bringup.evaluation.locomotion_eval import _supervised_shares
+
+    state = {
+        "handovers": [
+            {"t": 4.0, "reason": "tilt", "duration_s": 1.5, "latency_ticks": 0},
+            {"t": 10.0, "reason": "cp", "duration_s": None, "latency_ticks": 0},
+        ]
+    }
+    out = _supervised_shares(state, t0=2.0, total=10.0)
+    assert [h["t"] for h in out["handovers"]] == [2.0, 8.0]
+    assert out["share_model"] == pytest.approx((1.5 + 2.0) / 10.0)
+    assert out["share_policy"] == pytest.approx(1.0 - 0.35)
+    assert _supervised_shares(None, 0.0, 10.0) == {"handovers": [], "share_policy": 1.0, "share_model": 0.0}

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="humanoid-eval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="evaluation", required=True)
     loco = sub.add_parser("locomotion", help="walk a fixed command script; velocity tracking vs ground truth")
-    loco.add_argument("--controller", default="policy", choices=["policy", "mpc_walk"])
+    loco.add_argument("--controller", default="policy", choices=["policy", "mpc_walk", "supervised"])
     loco.add_argument("--policy", default="holosoma/g1_ppo", help="policy name or manifest/ONNX path")
     loco.add_argument("--clock", default="lockstep", choices=["lockstep", "realtime"])
     loco.add_argument("--robot", default="g1")

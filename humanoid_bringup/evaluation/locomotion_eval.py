@@ -113,9 +113,12 @@ def run_locomotion(
     from humanoid_bringup.evaluation.walking_record import WalkingRecorder
     from humanoid_control.model.robot_config import load_robot_config
 
-    if controller not in ("policy", "mpc_walk"):
-        raise ValueError(f"controller must be policy or mpc_walk, not {controller!r}")
+    if controller not in ("policy", "mpc_walk", "supervised"):
+        raise ValueError(f"controller must be policy, mpc_walk or supervised, not {controller!r}")
     walking = controller == "mpc_walk"
+    supervised = controller == "supervised"  # the policy under the supervisor, in the driver's loop
+    if supervised:
+        in_loop = True
 
     script = script or LOCOMOTION_SCRIPT
     total = sum(d for _, d, _ in script)
@@ -130,7 +133,9 @@ def run_locomotion(
         "start_paused": "true",  # this evaluator connects, then starts simulated time
         "sim_duration_s": f"{total + 60.0:.1f}",
     }
-    if not walking:
+    if supervised:
+        args["controller_parameters"] = f"policy={policy}"
+    elif not walking:
         args["policy"] = policy
     if hardware != "mujoco":
         import os
@@ -145,6 +150,8 @@ def run_locomotion(
     graph = LaunchedGraph(args, out_dir / "graph.log")
     if walking:
         source = ScriptSource(script, state_topic="/walking_controller/state", start_on="driver_active")
+    elif supervised:  # its latched state (JSON: who is in control, the handovers) in runner_states
+        source = ScriptSource(script, state_topic="/supervisor/state", start_on="driver_active")
     elif in_loop:
         source = ScriptSource(script, command_topic="/policy_runner/joint_commands")
     else:
@@ -268,7 +275,7 @@ def run_locomotion(
         else 0.0,
         "realtime_factor": round(min(total, float(tt[-1]) if len(tt) else 0.0) / max(sim_wall, 1e-9), 3),
         "driver_modes": modes,
-        "runner_states": source.runner_states,
+        "runner_states": [] if supervised else source.runner_states,
         "lockstep_timeouts": int(diag.get("lockstep_timeouts", "0") or 0),
         "commands_refused": int(diag.get("commands_refused", "0") or 0),
         "driver_gain_profile": diag.get("gain_profile", ""),
@@ -283,6 +290,9 @@ def run_locomotion(
         "hardware_diagnostics": {k[3:]: v for k, v in diag.items() if k.startswith("hw_")},
         "out_dir": str(out_dir),
     }
+    if supervised:  # the supervisor's last state: handovers (time, reason, duration) and the shares
+        result["supervisor"] = json.loads(source.runner_states[-1]) if source.runner_states else None
+        result.update(_supervised_shares(result["supervisor"], source.t0 or 0.0, total))
     name = controller if walking else policy.replace("/", "_")
     label = controller if walking else policy
     _plot_tracking(
@@ -369,4 +379,25 @@ def _walking_summary(
             "max": round(float(np.max(errors)), 4) if errors else None,
         },
         "footsteps_figure": str(figure),
+    }
+
+
+def _supervised_shares(state: dict[str, Any] | None, t0: float, total: float) -> dict[str, Any]:
+    """``handovers`` (to the walking controller: time since the script's start, reason, duration; s) and the
+    shares of the script's ``total`` seconds under the policy and under the walking controller, from the
+    supervisor's last ``/supervisor/state`` (published at each handover: a handover still in force runs to
+    the script's end)."""
+    handovers = []
+    model_s = 0.0
+    for h in (state or {}).get("handovers", []):
+        start = float(h["t"]) - t0
+        duration = h.get("duration_s")
+        end = total if duration is None else start + float(duration)
+        model_s += max(0.0, min(end, total) - max(start, 0.0))
+        handovers.append({**h, "t": round(start, 4)})
+    share_model = model_s / total if total > 0 else 0.0
+    return {
+        "handovers": handovers,
+        "share_policy": round(1.0 - share_model, 4),
+        "share_model": round(share_model, 4),
     }

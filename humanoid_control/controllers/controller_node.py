@@ -44,11 +44,22 @@ from humanoid_control.controllers.hosted import HostedInLoopMixin
 from humanoid_control.controllers.interface import ControllerState
 from humanoid_control.controllers.registry import create_controller
 from humanoid_control.driver.driver_core import CommandError, JointCommand
+from humanoid_control.driver.in_loop import parse_node_parameters
 from humanoid_control.model.robot_config import load_robot_config
 from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 
 _PENDING_MAX = 50  # unpaired samples kept per stream (a quarter of a second at 200 Hz)
+
+
+def _typed(default: Any, value: Any) -> Any:
+    """``value`` (from a name=value string) as the type of the parameter's ``default`` where it converts
+    (an integer for a float parameter); ``ValueError`` where it cannot."""
+    if isinstance(default, bool) or not isinstance(default, (int, float)) or isinstance(value, bool):
+        return value
+    if isinstance(default, float) and isinstance(value, int):
+        return float(value)
+    return value
 
 
 class ControllerNode(HostedInLoopMixin, QuietNode):
@@ -84,8 +95,31 @@ class ControllerNode(HostedInLoopMixin, QuietNode):
         autostart = declare(
             self, "autostart", True, "activate at the first state (false: at ~/start)", read_only=True
         )
+        raw = declare(
+            self,
+            "parameters",
+            "",
+            "the controller's parameters as name=value pairs separated by ';' (the launch argument "
+            "controller_parameters); a ROS parameter of the same name given on its own wins",
+            read_only=True,
+        )
+        given = parse_node_parameters(raw)  # ValueError names the bad pair
+        unknown = sorted(set(given) - set(controller.parameters))
+        if unknown:
+            raise ValueError(
+                f"parameters: {', '.join(unknown)} not declared by controller {name} (it declares: "
+                f"{', '.join(sorted(controller.parameters)) or 'none'})"
+            )
         params = {
-            key: declare(self, key, spec.default, spec.description, spec.low, spec.high, read_only=True)
+            key: declare(
+                self,
+                key,
+                _typed(spec.default, given.get(key, spec.default)),
+                spec.description,
+                spec.low,
+                spec.high,
+                read_only=True,
+            )
             for key, spec in controller.parameters.items()
         }
         if controller.needs_estimate and not in_loop:
