@@ -214,3 +214,24 @@ def test_the_locomotion_json_shares_from_the_supervisor_state():
     assert out["share_model"] == pytest.approx((1.5 + 2.0) / 10.0)
     assert out["share_policy"] == pytest.approx(1.0 - 0.35)
     assert _supervised_shares(None, 0.0, 10.0) == {"handovers": [], "share_policy": 1.0, "share_model": 0.0}
+
+
+@pytest.mark.slow
+def test_humanoid_eval_push_supervised_names_the_policy_and_counts_handovers(tmp_path, capsys):
+    """``humanoid-eval push --controller supervised --walking-speed 0.3``: a bisection per stance, the JSON
+    names the policy, every push's handovers and the largest count per push (at most 2: no chattering)."""
+    import json
+
+    from humanoid_bringup.evaluation.evaluate import main
+
+    argv = ["push", "--controller", "supervised", "--directions", "front", "--iterations", "1"]
+    argv += ["--walking-speed", "0.3", "--stances", "left", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["controller"] == "supervised" and res["policy"] == "holosoma/g1_ppo"
+    assert res["path"] == "in_process" and res["walking_speed_mps"] == 0.3
+    trials = res["front"]["stances"]["left"]["trials"]
+    assert trials and all(isinstance(h, int) for *_, h in trials)
+    assert res["front"]["max_Ns"] >= 20.0  # the policy walks on after a 20 N s front push
+    assert res["max_handovers_per_push"] <= 2
+    assert (tmp_path / "push_supervised_walking_0.3" / "push.json").is_file()

@@ -107,7 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     push = sub.add_parser(
         "push", help="WBC: bisect the largest survived 0.1 s pelvis push per direction (ROS graph, lockstep)"
     )
-    push.add_argument("--controller", default="wbc_stand", choices=["wbc_stand", "mpc_walk"])
+    push.add_argument(
+        "--controller",
+        default="wbc_stand",
+        choices=["wbc_stand", "mpc_walk", "supervised"],
+        help="supervised: the learned policy under its guardian, bisected in process (the scorecard's push "
+        "trial; docs/supervised.md), not through the graph",
+    )
+    push.add_argument(
+        "--policy", default="", help="--controller supervised: the policy inside (default: the robot's)"
+    )
     push.add_argument("--robot", default="g1")
     push.add_argument("--out", default="results/eval")
     push.add_argument("--iterations", type=int, default=5, help="bisection steps per direction (1-12)")
@@ -309,6 +318,32 @@ def main(argv: list[str] | None = None) -> int:
         def err(m: str) -> None:
             print(m, file=sys.stderr, flush=True)
 
+        if args.evaluation == "push" and args.controller == "supervised":
+            from humanoid_bringup.evaluation.push_inprocess import run_push_inprocess
+
+            def names(text: str) -> tuple[str, ...]:
+                return tuple(v.strip() for v in str(text).split(",") if v.strip())
+
+            speed = float(args.walking_speed)
+            folder = f"push_supervised{f'_walking_{speed:g}' if speed > 0 else ''}"
+            try:
+                res = run_push_inprocess(
+                    Path(args.out) / folder,
+                    "supervised",
+                    args.policy,
+                    args.robot,
+                    names(args.directions),
+                    speed,
+                    names(args.stances),
+                    args.iterations,
+                    args.max_impulse,
+                    log=err,
+                )
+            except (ConfigError, ValueError) as exc:
+                print(f"humanoid-eval: error: {exc}", file=sys.stderr)
+                return 2
+            print(json.dumps(res), flush=True)
+            return 0
         if args.evaluation == "push":
             try:
                 opts = push_options(args)

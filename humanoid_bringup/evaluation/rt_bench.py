@@ -9,7 +9,10 @@ Scenarios (``--scenarios``, default all; ``--seconds`` each, default 60):
   process, the script repeated);
 - ``wbc_stand``: the whole-body controller standing in the driver's loop with the state estimator's node
   beside it; ``wbc_stand_external`` (not in the default list): the WBC and the estimator in processes apart;
-- ``joint_hold_1khz``: ``joint_hold`` at 1 kHz (physics step 1 ms).
+- ``joint_hold_1khz``: ``joint_hold`` at 1 kHz (physics step 1 ms);
+- ``supervised`` (not in the default list): the supervised controller in the driver's loop (the policy walking
+  the script as in ``policy``, the viability monitor on the in-loop state estimator every tick); its baseline
+  does the same work (the estimator, the policy, the monitor) in the bare loop.
 
 Each scenario's ROS run is the launch file's graph in its own processes, measured by the driver's own
 ``/diagnostics`` (whole run): ``overruns_pct``, ``lateness_us_p99`` (wake-up lateness against the absolute
@@ -52,6 +55,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "policy": {"controller": "policy", "in_loop": True, "rate": 500.0, "work": "policy"},
     "wbc_stand": {"controller": "wbc_stand", "in_loop": True, "rate": 500.0, "work": "wbc"},
     "wbc_stand_external": {"controller": "wbc_stand", "in_loop": False, "rate": 500.0, "work": "wbc"},
+    "supervised": {"controller": "supervised", "in_loop": True, "rate": 500.0, "work": "supervised"},
     "joint_hold_1khz": {
         "controller": "joint_hold",
         "in_loop": True,
@@ -111,7 +115,8 @@ def baseline_loop(
     robot: str = "g1",
 ) -> dict[str, Any]:
     """A bare deadline loop, no ROS: per tick the driver's work (MuJoCo read/step, driver core) and the
-    controller's core for ``work`` (hold | joint_hold | policy | wbc: estimator core + QP); returns its loop
+    controller's core for ``work`` (hold | joint_hold | policy | wbc: estimator core + QP | supervised:
+    estimator core + policy + monitor); returns its loop
     statistics. ``physics_thread``: the physics steps on the backend's thread from the command write to the
     next read, as in the driver's realtime loop (its ``physics_thread`` parameter, default true). ``robot``:
     the configuration (``config/robots/<robot>.yaml``); the policy work runs :func:`.bench_policy_name`'s."""
@@ -195,8 +200,42 @@ def baseline_loop(
             cmd = ctl.step(q, v)
             return JointCommand(q=cmd.q, dq=cmd.dq, tau_ff=cmd.tau_ff, stamp=t)
 
+    elif work == "supervised":  # as in the loop: the estimator, then the supervisor (policy + monitor)
+        from humanoid_bringup.evaluation.policy_bench import bench_policy_name
+        from humanoid_control.estimation.ekf import EstimatorNoise
+        from humanoid_control.estimation.estimator import StateEstimator
+        from humanoid_policy.supervised import SupervisedController
+
+        sup = ControllerHost(SupervisedController(), config, {"policy": bench_policy_name("", config)})
+        kp, kd = sup.controller.gains()
+        core.set_command_gains(kp, kd, name="supervised")
+        sest = StateEstimator(config, EstimatorNoise(ground_height=0.01))
+        walk = np.array([0.5, 0.0, 0.0])
+
+        def step(t: float, s: Any) -> JointCommand | None:
+            if sest.initialized:
+                sest.predict(t, s.gyro, s.accel)
+                after_write.append(lambda: sest.correct(s.q, s.tau, s.dq, s.gyro))
+            else:
+                sest.initialize(t, s.imu_quat, s.q)
+                sest.correct(s.q, s.tau, s.dq, s.gyro)
+            state = ControllerState(
+                stamp=t,
+                q=s.q,
+                dq=s.dq,
+                imu_quat=s.imu_quat,
+                gyro=s.gyro,
+                driver_mode=core.mode.value,
+                accel=s.accel,
+                tau=s.tau,
+                estimate=sest.estimate(t, s.gyro),
+                cmd_vel=walk,
+                cmd_vel_stamp=round(t * 20.0) / 20.0,  # /cmd_vel at 20 Hz
+            )
+            return sup.step(state)
+
     elif work != "hold":
-        raise ValueError(f"work must be hold, joint_hold, policy or wbc, not {work!r}")
+        raise ValueError(f"work must be hold, joint_hold, policy, wbc or supervised, not {work!r}")
 
     stats = LoopStats(rate)
     result: dict[str, Any] = {}
@@ -408,12 +447,14 @@ def run_scenario(
     }
     if spec["controller"] == "policy":
         args["policy"] = bench_policy_name("", load_robot_config(robot))
+    elif spec["controller"] == "supervised":
+        args["controller_parameters"] = f"policy={bench_policy_name('', load_robot_config(robot))}"
     if "physics" in spec:
         args["physics_timestep_s"] = f"{spec['physics']}"
     bag = log_dir / f"bag_{name}"
     if record:
         args["record"] = str(bag)
-    observer = _Observer(walk=spec["work"] == "policy", record=record)
+    observer = _Observer(walk=spec["work"] in ("policy", "supervised"), record=record)
     graph = LaunchedGraph(args, log_dir / f"launch_{name}.log").start()
     try:
         code = graph.wait(seconds * 3 + 120)

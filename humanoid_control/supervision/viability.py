@@ -80,7 +80,7 @@ class ViabilitySettings:
     cp_max_m: float = 0.45
     step_reach_m: float = 0.45
     tilt_max_rad: float = 0.45
-    tilt_rate_max: float = 3.0
+    tilt_rate_max: float = 5.0
     flight_max_s: float = 0.15
     saturation_max: float = 0.5
     saturation_s: float = 0.2
@@ -208,8 +208,10 @@ class ViabilityMonitor:
         cp_both = distance_outside(cp, both)
         if len(down) == 1:
             cp_out = distance_outside(cp, support_polygon([feet[down[0]][:-1]])) - s.step_reach_m
-        else:  # double support (or no contact: judged against both feet)
+        elif down:  # double support
             cp_out = cp_both
+        else:  # no contact (a flight phase, a lost contact estimate): either foot may step next
+            cp_out = cp_both - s.step_reach_m
         tilt = math.acos(min(1.0, max(-1.0, float(rot[2, 2]))))
         w_world = rot @ np.asarray(estimate.angular_velocity, dtype=float)
         tilt_rate = float(math.hypot(w_world[0], w_world[1]))
