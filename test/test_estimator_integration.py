@@ -1,8 +1,8 @@
 """State estimator in the ROS graph: ``humanoid-eval estimator``'s runs, shortened for CI.
 
-Driver (MEMS IMU noise), policy runner and estimator in separate processes, lockstep: standing, walking, and
-walking over a low-friction patch; ``/odom`` and ``/contacts/*`` scored against the simulator's truth with the
-issue's thresholds.
+Driver (MEMS IMU noise), policy runner and estimator in separate processes, lockstep: standing 6 s, walking,
+and walking over a low-friction patch; ``/odom`` and ``/contacts/*`` scored against the simulator's truth with
+the issue's thresholds.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ PATCH_WALK = [
 
 def test_estimator_standing_walking_and_slipping_within_the_issue_thresholds(tmp_path: Path) -> None:
     res = run_estimator_eval(
-        tmp_path, script=SHORT_WALK, stand_s=10.0, friction_patch=DEFAULT_PATCH, patch_script=PATCH_WALK
+        tmp_path, script=SHORT_WALK, stand_s=6.0, friction_patch=DEFAULT_PATCH, patch_script=PATCH_WALK
     )
     print(res)
     assert not res["fell"]

@@ -4,10 +4,10 @@ Every tick it reads the state estimator's base state (pose in the odom frame, tw
 feet's contacts) and the joint state, and measures (odom frame, m, s, rad):
 
 - the capture point ``cp = c + cdot / omega`` of the CoM ``c`` (``omega = sqrt(g / (c_z - ground))``, the
-  ground the height of the lowest sole in contact) and how far it lies outside the support polygon (the
-  convex hull of the soles in contact; in single support, the stance sole grown by ``step_reach``: the region
-  the next step can reach), as in IHMC's walking controller (a fall is declared when the capture point is a
-  few cm outside the support polygon including the next footstep);
+  ground the height of the lowest sole in contact) and how far it lies outside the region the next step can
+  reach (in single support, the stance sole grown by ``step_reach``; in double support or with no contact,
+  the convex hull of both soles grown by it: either foot may step), as in IHMC's walking controller (a fall
+  is declared when the capture point is a few cm outside the support polygon including the next footstep);
 - its speed, the base tilt (angle between the base's z axis and the vertical) and tilt rate (the base's
   angular velocity about horizontal axes);
 - contact consistency: how long no foot has been in contact;
@@ -49,7 +49,7 @@ class Threshold:
 THRESHOLDS: dict[str, Threshold] = {
     "cp_max_m": Threshold(0.0, 1.0, "trigger: capture point this far outside the reachable support (m)"),
     "step_reach_m": Threshold(
-        0.0, 1.0, "single support: how far the next step reaches from the stance sole (m)"
+        0.0, 1.0, "how far the next step reaches from the soles in contact (m)"
     ),
     "tilt_max_rad": Threshold(0.05, 1.2, "trigger: base tilt from the vertical (rad)"),
     "tilt_rate_max": Threshold(0.2, 20.0, "trigger: base angular speed about horizontal axes (rad/s)"),
@@ -69,7 +69,7 @@ class ViabilitySettings:
 
     Attributes:
         cp_max_m: the capture point this far (m) outside the reachable support triggers.
-        step_reach_m: in single support, the reachable support is the stance sole grown by this (m).
+        step_reach_m: the reachable support is the soles in contact (both, with none) grown by this (m).
         tilt_max_rad: base tilt (rad) that triggers. tilt_rate_max: tilt rate (rad/s) that triggers.
         flight_max_s: no foot in contact this long (s) triggers.
         saturation_max, saturation_s: this share of joints at a limit for this long (s) triggers.
@@ -77,7 +77,7 @@ class ViabilitySettings:
             (capture point outside both feet's support, m; rad; rad/s; CoM speed m/s), both feet down.
     """
 
-    cp_max_m: float = 0.45
+    cp_max_m: float = 0.8
     step_reach_m: float = 0.45
     tilt_max_rad: float = 0.45
     tilt_rate_max: float = 5.0
@@ -208,9 +208,7 @@ class ViabilityMonitor:
         cp_both = distance_outside(cp, both)
         if len(down) == 1:
             cp_out = distance_outside(cp, support_polygon([feet[down[0]][:-1]])) - s.step_reach_m
-        elif down:  # double support
-            cp_out = cp_both
-        else:  # no contact (a flight phase, a lost contact estimate): either foot may step next
+        else:  # double support, or no contact (a flight phase, a lost contact estimate): either foot may step
             cp_out = cp_both - s.step_reach_m
         tilt = math.acos(min(1.0, max(-1.0, float(rot[2, 2]))))
         w_world = rot @ np.asarray(estimate.angular_velocity, dtype=float)
