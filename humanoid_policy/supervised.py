@@ -113,6 +113,8 @@ class SupervisedController(Controller):
         self._lower = self._upper = np.zeros(0)  # joint limits less 1 mrad (rad), set by configure
         self.changes = 0  # bumps whenever the published state changes (a handover)
         self._requested = ""  # a hand-over asked for (request_handover): its reason
+        self._state_version = -1  # the version of the cached topic state
+        self._state: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self, robot: RobotConfig, params: Mapping[str, Any]) -> None:
@@ -335,8 +337,11 @@ class SupervisedController(Controller):
         }
 
     def topic_state(self) -> tuple[int, dict[str, Any]]:
-        """``/supervisor/state``: a new version at each handover (and the first tick)."""
-        return self.changes, self.supervisor_state()
+        """``/supervisor/state``: a new version at each handover (and the first tick); the state is built
+        when the version changes, not every tick (what is published is the state at that change)."""
+        if self._state_version != self.changes:
+            self._state_version, self._state = self.changes, self.supervisor_state()
+        return self._state_version, self._state
 
     def report(self) -> dict[str, str]:
         s = self.summary()

@@ -30,7 +30,7 @@ import pinocchio as pin
 
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import PinocchioRobotModel, load_pinocchio_model
-from humanoid_control.walking.geometry import distance_outside, support_polygon
+from humanoid_control.wbc.balance import _hull
 
 SIDES = ("left", "right")
 
@@ -48,9 +48,7 @@ class Threshold:
 #: each as a parameter with this range)
 THRESHOLDS: dict[str, Threshold] = {
     "cp_max_m": Threshold(0.0, 1.0, "trigger: capture point this far outside the reachable support (m)"),
-    "step_reach_m": Threshold(
-        0.0, 1.0, "how far the next step reaches from the soles in contact (m)"
-    ),
+    "step_reach_m": Threshold(0.0, 1.0, "how far the next step reaches from the soles in contact (m)"),
     "tilt_max_rad": Threshold(0.05, 1.2, "trigger: base tilt from the vertical (rad)"),
     "tilt_rate_max": Threshold(0.2, 20.0, "trigger: base angular speed about horizontal axes (rad/s)"),
     "flight_max_s": Threshold(0.01, 1.0, "trigger: no foot in contact for this long (s)"),
@@ -204,10 +202,10 @@ class ViabilityMonitor:
         height = max(float(com[2]) - ground, 0.05)
         omega = math.sqrt(self.geometry.gravity / height)
         cp = com[:2] + vcom[:2] / omega
-        both = support_polygon([feet[side][:-1] for side in SIDES])
-        cp_both = distance_outside(cp, both)
+        cpx, cpy = float(cp[0]), float(cp[1])
+        cp_both = _outside(cpx, cpy, _hull([*feet["left"][:-1].tolist(), *feet["right"][:-1].tolist()]))
         if len(down) == 1:
-            cp_out = distance_outside(cp, support_polygon([feet[down[0]][:-1]])) - s.step_reach_m
+            cp_out = _outside(cpx, cpy, _hull(feet[down[0]][:-1].tolist())) - s.step_reach_m
         else:  # double support, or no contact (a flight phase, a lost contact estimate): either foot may step
             cp_out = cp_both - s.step_reach_m
         tilt = math.acos(min(1.0, max(-1.0, float(rot[2, 2]))))
@@ -260,3 +258,20 @@ class ViabilityMonitor:
             and abs(speed - cmd_speed) <= s.handback_speed
         )
         return Viability(not reason, margin, reason, values)
+
+
+def _outside(px: float, py: float, poly: list[list[float]]) -> float:
+    """How far (m) the point lies outside the convex counter-clockwise polygon ``poly`` (its vertices): the
+    largest signed distance beyond an edge's line, <= 0 inside (as
+    :func:`humanoid_control.walking.geometry.distance_outside`; plain Python: a per-tick cost of a few us for
+    the 4-8 corners of the soles, where numpy's per-call overhead dominated)."""
+    worst = -math.inf
+    n = len(poly)
+    for i in range(n):
+        ax, ay = poly[i]
+        bx, by = poly[(i + 1) % n]
+        ex, ey = bx - ax, by - ay
+        norm = math.hypot(ex, ey)
+        if norm > 0.0:
+            worst = max(worst, (ey * (px - ax) - ex * (py - ay)) / norm)
+    return worst
