@@ -6,10 +6,10 @@ tick a trigger is crossed (capture point beyond the reachable support, tilt, til
 saturation) the walking controller (:class:`~humanoid_control.walking.mpc_walk.MpcWalkController`) takes over
 in that same tick: seeded from the measured state in whatever phase the gait is (both feet down: it stands or
 steps as after a push; a foot in the air: a capture step with that foot from where it is), it steps, then
-stands or walks on with the current velocity command. Once the robot has been viable with margin for
-``handback_s`` (and the walking controller has been in charge ``min_model_s`` at least, standing or walking
-without a capture step in flight), the policy takes over again: its observation history was kept warm all the
-while (it ran on the measured state, its output unused), its last action is reset to zero.
+stands (``model_walks_on``: walks on with the current velocity command). Once the robot has been viable with
+margin for ``handback_s`` (and the walking controller has been in charge ``min_model_s`` at least, standing or
+walking without a capture step in flight), the policy takes over again: its observation history was kept warm
+all the while (it ran on the measured state, its output unused), its last action is reset to zero.
 
 Gains: the driver applies the policy's PD gains throughout (:meth:`SupervisedController.gains`); the walking
 controller's commands, meant for the robot's ``low`` gain profile, get the feed-forward that gives the same
