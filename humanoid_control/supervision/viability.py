@@ -232,6 +232,7 @@ class ViabilityMonitor:
             "cp_outside_m": float(cp_out),
             "cp_outside_feet_m": float(cp_both),
             "com_speed": speed,
+            "com_height_m": height,
             "tilt_rad": tilt,
             "tilt_rate": tilt_rate,
             "flight_s": flight,
