@@ -321,24 +321,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.evaluation == "push" and args.controller == "supervised":
             from humanoid_bringup.evaluation.push_inprocess import run_push_inprocess
 
-            def names(text: str) -> tuple[str, ...]:
-                return tuple(v.strip() for v in str(text).split(",") if v.strip())
-
-            speed = float(args.walking_speed)
-            folder = f"push_supervised{f'_walking_{speed:g}' if speed > 0 else ''}"
             try:
-                res = run_push_inprocess(
-                    Path(args.out) / folder,
-                    "supervised",
-                    args.policy,
-                    args.robot,
-                    names(args.directions),
-                    speed,
-                    names(args.stances),
-                    args.iterations,
-                    args.max_impulse,
-                    log=err,
-                )
+                opts = push_options(args)
+                res = run_push_inprocess(Path(args.out) / opts.folder(), opts, args.policy, args.robot, err)
             except (ConfigError, ValueError) as exc:
                 print(f"humanoid-eval: error: {exc}", file=sys.stderr)
                 return 2

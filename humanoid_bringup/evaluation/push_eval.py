@@ -96,8 +96,8 @@ class PushOptions:
 
     def check(self, max_forward: float = math.inf) -> PushOptions:
         """Refuse what cannot be run (``ValueError`` naming it); ``max_forward``: the command limit (m/s)."""
-        if self.controller not in ("wbc_stand", "mpc_walk"):
-            raise ValueError(f"controller must be wbc_stand or mpc_walk, not {self.controller!r}")
+        if self.controller not in ("wbc_stand", "mpc_walk", "supervised"):  # supervised: push_inprocess
+            raise ValueError(f"controller must be wbc_stand, mpc_walk or supervised, not {self.controller!r}")
         if not self.directions or any(d not in DIRECTIONS for d in self.directions):
             raise ValueError(
                 f"directions must be a non-empty subset of {list(DIRECTIONS)}, not {self.directions!r}"
@@ -118,8 +118,8 @@ class PushOptions:
             raise ValueError(f"max impulse must be a finite number > 0 N s, not {self.max_impulse}")
         if not math.isfinite(self.walking_speed) or self.walking_speed < 0:
             raise ValueError(f"walking speed must be a finite number >= 0 m/s, not {self.walking_speed}")
-        if self.walking_speed > 0 and self.controller != "mpc_walk":
-            raise ValueError("a walking speed needs --controller mpc_walk")
+        if self.walking_speed > 0 and self.controller == "wbc_stand":
+            raise ValueError("a walking speed needs --controller mpc_walk (or supervised)")
         if self.walking_speed > max_forward + 1e-9:
             raise ValueError(f"walking speed {self.walking_speed} m/s is beyond the limit {max_forward} m/s")
         return self
@@ -448,6 +448,8 @@ def run_push_eval(
     config = load_robot_config(robot)
     opts = options or PushOptions(directions=tuple(directions), iterations=iterations)
     opts.check(config.walking.max_forward)
+    if opts.controller == "supervised":
+        raise ValueError("supervised is bisected in process: push_inprocess.run_push_inprocess")
     kin = Kinematics(config)
     bounds = push_impulse_bounds(config, kin.pmodel, PUSH_DURATION_S)
     g = WbcGraph(Path(out_dir), robot, controller=opts.controller)

@@ -23,78 +23,53 @@ import time
 from pathlib import Path
 from typing import Any
 
-from humanoid_bringup.evaluation.push_eval import bisect
+from humanoid_bringup.evaluation.push_eval import PushOptions, bisect
+from humanoid_bringup.scorecard.pushes import CARDINAL, run_push
 
-#: world-axis directions (deg, counter-clockwise from +x): those of ``humanoid-eval push``
-DIRECTION_DEG = {"front": 0.0, "left": 90.0, "back": 180.0, "right": -90.0}
-STANCES = ("left", "right")
 #: controllers this path evaluates (the others go through the graph: :mod:`.push_eval`)
 IN_PROCESS = ("supervised",)
 
 
 def run_push_inprocess(
-    out_dir: Path,
-    controller: str,
-    policy: str = "",
-    robot: str = "g1",
-    directions: tuple[str, ...] = ("front", "back", "left", "right"),
-    walking_speed: float = 0.0,
-    stances: tuple[str, ...] = STANCES,
-    iterations: int | None = None,
-    max_impulse: float | None = None,
-    log: Any = print,
+    out_dir: Path, opts: PushOptions, policy: str = "", robot: str = "g1", log: Any = print
 ) -> dict[str, Any]:
-    """Bisect the largest survived push per direction (module docstring); the result dictionary, also
-    written to ``out_dir/push.json``. ``policy``: the learned policy inside (empty: the robot's default)."""
-    import math
-
+    """Bisect the largest survived push per direction (module docstring) for ``opts`` (checked by
+    :meth:`PushOptions.check`; its ``iterations`` and ``max_impulse``, else the family's ``top_Ns``); the
+    result dictionary, also written to ``out_dir/push.json``. ``policy``: the learned policy inside (empty:
+    the robot's default)."""
     from humanoid_bringup.evaluation.policy_bench import bench_policy_name
     from humanoid_bringup.scorecard.scenarios import load_family, validate_controller
     from humanoid_control.model.robot_config import load_robot_config
 
-    if controller not in IN_PROCESS:
-        raise ValueError(f"in process: controller must be one of {list(IN_PROCESS)}, not {controller!r}")
-    if (
-        not directions
-        or any(d not in DIRECTION_DEG for d in directions)
-        or len(set(directions)) < len(directions)
-    ):
-        raise ValueError(f"directions must be a non-empty subset of {list(DIRECTION_DEG)}: {directions}")
-    if not stances or any(s not in STANCES for s in stances) or len(set(stances)) < len(stances):
-        raise ValueError(f"stances must be a non-empty subset of {list(STANCES)}: {stances}")
+    if opts.controller not in IN_PROCESS:
+        raise ValueError(f"in process: controller must be one of {list(IN_PROCESS)}, not {opts.controller!r}")
     config = load_robot_config(robot)
-    if not math.isfinite(walking_speed) or not 0.0 <= walking_speed <= config.walking.max_forward:
-        top_speed = config.walking.max_forward
-        raise ValueError(f"walking speed must be in [0, {top_speed}] m/s, not {walking_speed}")
-    if max_impulse is not None and not (math.isfinite(max_impulse) and max_impulse > 0.0):
-        raise ValueError(f"max impulse must be a finite number > 0 N s, not {max_impulse}")
+    opts.check(config.walking.max_forward)
     policy = bench_policy_name(policy, config)
-    spec = f"{controller}:{policy}"
+    spec = f"{opts.controller}:{policy}"
     validate_controller(spec, robot)
-    walking = walking_speed > 0.0
+    walking = opts.walking
     family = load_family("push_walking" if walking else "push_standing", robot)
     settings = dict(family.settings)
     if walking:
-        settings["speed_mps"] = walking_speed
-    steps = int(iterations if iterations is not None else settings["iterations"])
-    if not 1 <= steps <= 12:
-        raise ValueError(f"iterations must be in [1, 12], not {steps}")
-    top = float(max_impulse if max_impulse is not None else settings["top_Ns"])
+        settings["speed_mps"] = opts.walking_speed
+    steps = opts.iterations
+    top = float(opts.max_impulse if opts.max_impulse is not None else settings["top_Ns"])
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     wall0 = time.monotonic()
     result: dict[str, Any] = {
         "evaluation": "push",
-        "controller": controller,
+        "controller": opts.controller,
         "policy": policy,
         "path": "in_process",
         "push_duration_s": settings["push_duration_s"],
-        "walking_speed_mps": walking_speed,
+        "walking_speed_mps": opts.walking_speed,
     }
     worst = 0
-    for direction in directions:
+    for direction in opts.directions:
         per_stance: dict[str, Any] = {}
-        for stance in stances if walking else ("",):
+        for stance in opts.stances if walking else ("",):
             per_stance[stance] = _bisect(spec, robot, settings, direction, stance, top, steps, log)
             worst = max([worst, *(h or 0 for *_, h in per_stance[stance]["trials"])])
         entry: dict[str, Any] = {"max_Ns": min(e["max_Ns"] for e in per_stance.values())}
@@ -130,14 +105,12 @@ def _bisect(
 ) -> dict[str, Any]:
     """One bisection: ``direction``, standing (``stance`` empty) or at the middle of ``stance``'s single
     support; its largest survived push and every push (impulse, survived, reason, handovers)."""
-    from humanoid_bringup.scorecard.pushes import run_push
-
     walking = bool(stance)
     phase = f"mid_{stance}" if walking else None
     where = f"{direction} {stance} stance" if walking else direction
 
     def trial(impulse: float) -> Any:
-        tr = run_push(spec, robot, settings, DIRECTION_DEG[direction], impulse, walking, phase)
+        tr = run_push(spec, robot, settings, CARDINAL[direction], impulse, walking, phase)
         log(
             f"{where}: {impulse:.2f} N s {'survived' if tr.survived else 'fell'} ({tr.reason}), "
             f"handovers {tr.handovers}"

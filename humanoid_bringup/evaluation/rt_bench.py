@@ -185,13 +185,7 @@ def baseline_loop(
         est = StateEstimator(config, EstimatorNoise(ground_height=0.01))
 
         def step(t: float, s: Any) -> JointCommand | None:
-            if est.initialized:
-                est.predict(t, s.gyro, s.accel)
-                after_write.append(lambda: est.correct(s.q, s.tau, s.dq, s.gyro))
-            else:
-                est.initialize(t, s.imu_quat, s.q)
-                est.correct(s.q, s.tau, s.dq, s.gyro)
-            e = est.estimate(t, s.gyro)
+            e = _estimate(est, t, s, after_write)
             w, x, y, z = _rot_to_quat_wxyz(e.rotation)
             quat_xyzw = np.array([x, y, z, w])
             q, v = pinocchio_state(
@@ -213,12 +207,6 @@ def baseline_loop(
         walk = np.array([0.5, 0.0, 0.0])
 
         def step(t: float, s: Any) -> JointCommand | None:
-            if sest.initialized:
-                sest.predict(t, s.gyro, s.accel)
-                after_write.append(lambda: sest.correct(s.q, s.tau, s.dq, s.gyro))
-            else:
-                sest.initialize(t, s.imu_quat, s.q)
-                sest.correct(s.q, s.tau, s.dq, s.gyro)
             state = ControllerState(
                 stamp=t,
                 q=s.q,
@@ -228,7 +216,7 @@ def baseline_loop(
                 driver_mode=core.mode.value,
                 accel=s.accel,
                 tau=s.tau,
-                estimate=sest.estimate(t, s.gyro),
+                estimate=_estimate(sest, t, s, after_write),
                 cmd_vel=walk,
                 cmd_vel_stamp=round(t * 20.0) / 20.0,  # /cmd_vel at 20 Hz
             )
@@ -302,6 +290,18 @@ def baseline_loop(
         "baseline_final_mode": result.get("final_mode"),
         "baseline_refused": result.get("refused", ""),
     }
+
+
+def _estimate(est: Any, t: float, s: Any, after_write: list[Any]) -> Any:
+    """The estimator's work of one tick as in the driver's loop: its prediction now, its kinematic update
+    queued for after the command's write (``after_write``; the first tick initializes it); the estimate."""
+    if est.initialized:
+        est.predict(t, s.gyro, s.accel)
+        after_write.append(lambda: est.correct(s.q, s.tau, s.dq, s.gyro))
+    else:
+        est.initialize(t, s.imu_quat, s.q)
+        est.correct(s.q, s.tau, s.dq, s.gyro)
+    return est.estimate(t, s.gyro)
 
 
 def _run_baseline(

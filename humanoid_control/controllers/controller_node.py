@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
@@ -50,16 +51,6 @@ from humanoid_control.ros.lockstep import LockstepPeer, tick_stream_qos
 from humanoid_control.ros.node_utils import QuietNode, declare, from_time_msg, run_node, to_time_msg
 
 _PENDING_MAX = 50  # unpaired samples kept per stream (a quarter of a second at 200 Hz)
-
-
-def _typed(default: Any, value: Any) -> Any:
-    """``value`` (from a name=value string) as the type of the parameter's ``default`` where it converts
-    (an integer for a float parameter); ``ValueError`` where it cannot."""
-    if isinstance(default, bool) or not isinstance(default, (int, float)) or isinstance(value, bool):
-        return value
-    if isinstance(default, float) and isinstance(value, int):
-        return float(value)
-    return value
 
 
 class ControllerNode(HostedInLoopMixin, QuietNode):
@@ -110,16 +101,16 @@ class ControllerNode(HostedInLoopMixin, QuietNode):
                 f"parameters: {', '.join(unknown)} not declared by controller {name} (it declares: "
                 f"{', '.join(sorted(controller.parameters)) or 'none'})"
             )
-        params = {
-            key: declare(
-                self,
-                key,
-                _typed(spec.default, given.get(key, spec.default)),
-                spec.description,
-                spec.low,
-                spec.high,
-                read_only=True,
+        # as parameter overrides: declare() then types them as it does launch parameters (6 -> 6.0)
+        overrides = getattr(self, "_parameter_overrides", None)
+        if given and not isinstance(overrides, dict):
+            raise ValueError(
+                "parameters: this rclpy keeps no parameter overrides; give each as a ROS parameter"
             )
+        for key, value in given.items():
+            overrides.setdefault(key, Parameter(key, value=value))
+        params = {
+            key: declare(self, key, spec.default, spec.description, spec.low, spec.high, read_only=True)
             for key, spec in controller.parameters.items()
         }
         if controller.needs_estimate and not in_loop:

@@ -30,6 +30,7 @@ import pinocchio as pin
 
 from humanoid_control.model.robot_config import RobotConfig
 from humanoid_control.model.robot_model import PinocchioRobotModel, load_pinocchio_model
+from humanoid_control.walking.geometry import outside_vertices
 from humanoid_control.wbc.balance import _hull
 
 SIDES = ("left", "right")
@@ -203,9 +204,10 @@ class ViabilityMonitor:
         omega = math.sqrt(self.geometry.gravity / height)
         cp = com[:2] + vcom[:2] / omega
         cpx, cpy = float(cp[0]), float(cp[1])
-        cp_both = _outside(cpx, cpy, _hull([*feet["left"][:-1].tolist(), *feet["right"][:-1].tolist()]))
+        corners = {side: feet[side][:-1].tolist() for side in SIDES}
+        cp_both = outside_vertices(cpx, cpy, _hull(corners["left"] + corners["right"]))
         if len(down) == 1:
-            cp_out = _outside(cpx, cpy, _hull(feet[down[0]][:-1].tolist())) - s.step_reach_m
+            cp_out = outside_vertices(cpx, cpy, _hull(corners[down[0]])) - s.step_reach_m
         else:  # double support, or no contact (a flight phase, a lost contact estimate): either foot may step
             cp_out = cp_both - s.step_reach_m
         tilt = math.acos(min(1.0, max(-1.0, float(rot[2, 2]))))
@@ -259,20 +261,3 @@ class ViabilityMonitor:
             and abs(speed - cmd_speed) <= s.handback_speed
         )
         return Viability(not reason, margin, reason, values)
-
-
-def _outside(px: float, py: float, poly: list[list[float]]) -> float:
-    """How far (m) the point lies outside the convex counter-clockwise polygon ``poly`` (its vertices): the
-    largest signed distance beyond an edge's line, <= 0 inside (as
-    :func:`humanoid_control.walking.geometry.distance_outside`; plain Python: a per-tick cost of a few us for
-    the 4-8 corners of the soles, where numpy's per-call overhead dominated)."""
-    worst = -math.inf
-    n = len(poly)
-    for i in range(n):
-        ax, ay = poly[i]
-        bx, by = poly[(i + 1) % n]
-        ex, ey = bx - ax, by - ay
-        norm = math.hypot(ex, ey)
-        if norm > 0.0:
-            worst = max(worst, (ey * (px - ax) - ex * (py - ay)) / norm)
-    return worst

@@ -95,6 +95,22 @@ def distance_outside(point: np.ndarray, poly: np.ndarray) -> float:
     return float(np.max(n @ np.asarray(point, dtype=float) - d))
 
 
+def outside_vertices(px: float, py: float, poly: list[list[float]]) -> float:
+    """:func:`distance_outside` for the point ``(px, py)`` and a convex CCW polygon given as a list of
+    ``[x, y]`` vertices, in plain Python: for the few corners of the soles, numpy's per-call overhead is most
+    of :func:`distance_outside`'s time (a per-tick cost: the viability monitor calls it twice a tick)."""
+    worst = -math.inf
+    n = len(poly)
+    for i in range(n):
+        ax, ay = poly[i]
+        bx, by = poly[(i + 1) % n]
+        ex, ey = bx - ax, by - ay
+        norm = math.hypot(ex, ey)
+        if norm > 0.0:
+            worst = max(worst, (ey * (px - ax) - ex * (py - ay)) / norm)
+    return worst
+
+
 def polygons_overlap(a: np.ndarray, b: np.ndarray, clearance: float = 0.0) -> bool:
     """Two convex polygons come closer than ``clearance`` (m) (separating-axis test on both sets of edge
     normals: a gap of at least ``clearance`` along some axis means they are apart)."""
